@@ -1,0 +1,87 @@
+"""chatrecall core: all logic, numpy and the standard library only."""
+
+from ._budget import Selection, budget_for, select_items
+from ._classifier import classify_query
+from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits
+from ._engine import ChatRecall
+from ._entities import RegexEntityExtractor, fold_key
+from ._errors import (
+    ChatRecallError,
+    ConfigError,
+    InvalidInputError,
+    NotFoundError,
+    PinLimitError,
+    StoreError,
+    StoreUnavailableError,
+)
+from ._batch import Batch
+from ._fakes import HashEmbedder
+from ._gate import Gate, GateConfig, GatePattern
+from ._index import UserIndex
+from ._memstore import InMemoryStore
+from ._metrics import Metrics
+from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
+from ._tokens import ApproxTokenCounter, as_token_counter
+from ._types import (
+    Entity,
+    ForgetReport,
+    GateDecision,
+    GateReason,
+    Pin,
+    QueryType,
+    Record,
+    RetrievalResult,
+    Route,
+    ScoredItem,
+    StoreHit,
+    Strategy,
+    Turn,
+)
+
+__all__ = [
+    "ApproxTokenCounter",
+    "Batch",
+    "BudgetConfig",
+    "ChatRecall",
+    "ChatRecallError",
+    "ConfigError",
+    "Embedder",
+    "Entity",
+    "EntityExtractor",
+    "ForgetReport",
+    "Gate",
+    "GateConfig",
+    "GateDecision",
+    "GatePattern",
+    "GateReason",
+    "HashEmbedder",
+    "InMemoryStore",
+    "InvalidInputError",
+    "MemoryStore",
+    "Metrics",
+    "NotFoundError",
+    "Pin",
+    "PinConfig",
+    "PinLimitError",
+    "QueryType",
+    "Record",
+    "RegexEntityExtractor",
+    "RetrievalConfig",
+    "RetrievalResult",
+    "Route",
+    "ScoredItem",
+    "Selection",
+    "StoreError",
+    "StoreHit",
+    "StoreLimits",
+    "StoreUnavailableError",
+    "Strategy",
+    "TokenCounter",
+    "Turn",
+    "UserIndex",
+    "as_token_counter",
+    "budget_for",
+    "classify_query",
+    "fold_key",
+    "select_items",
+]

@@ -1,0 +1,190 @@
+"""Configuration objects: small, keyword-only, validated on construction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ._errors import ConfigError
+
+__all__ = ["BudgetConfig", "PinConfig", "RetrievalConfig", "StoreLimits"]
+
+_COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
+
+
+def _check(cond: bool, name: str, value: object, why: str) -> None:
+    if not cond:
+        raise ConfigError(f"{name}={value!r} is invalid: {why}")
+
+
+def _positive(name: str, value: float) -> None:
+    _check(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0,
+           name, value, "must be a positive number")
+
+
+def _unit(name: str, value: float) -> None:
+    _check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0,
+           name, value, "must be between 0 and 1")
+
+
+def _weights(name: str, value: Mapping[str, float]) -> Mapping[str, float]:
+    _check(isinstance(value, Mapping), name, value, "must be a mapping of component to weight")
+    unknown = set(value) - set(_COMPONENTS)
+    _check(not unknown, name, value, f"unknown component(s) {sorted(unknown)}; known: {list(_COMPONENTS)}")
+    for k, v in value.items():
+        _check(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
+               f"{name}[{k!r}]", v, "must be a finite number >= 0")
+    _check(sum(value.values()) > 0, name, value, "at least one weight must be > 0")
+    full = {k: float(value.get(k, 0.0)) for k in _COMPONENTS}
+    return MappingProxyType(full)
+
+
+#: Default hybrid weights, chosen on LoCoMo and checked on LongMemEval.
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"recency": 0.05, "relevance": 0.50, "keyword": 0.25, "entity": 0.10, "graph": 0.10}
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalConfig:
+    """How memory candidates are found, scored and checked.
+
+    Example:
+        >>> cfg = RetrievalConfig(weights={"relevance": 0.7, "keyword": 0.3}, half_life_s=3600)
+        >>> cfg.weights["relevance"]
+        0.7
+
+    Attributes:
+        weights: Hybrid weights per component (recency, relevance, keyword,
+            entity, graph); missing components weigh 0.
+        half_life_s: Recency half-life in seconds.
+        relevance_floor: Cosine similarity under which a dense hit is dropped
+            by the relevance strategy.
+        candidates: How many candidates each source contributes before fusion.
+        top_k: Memories returned by a full memory search.
+        phase1_top_k: Memories looked at in the first (memory-only) phase, 2..4.
+        phase1_timeout_ms: Latency budget of the first phase; a slower lookup
+            is skipped and recorded.
+        useful_score: Final score at which a phase-1 hit counts as useful.
+        graph_depth: BFS depth of graph expansion.
+        recent_turns: Size of the recent window (always available).
+        recent_max_tokens: Token cap of the whole recent window.
+        recent_turn_max_tokens: Token cap of one turn in the window (longer
+            turns, such as tool outputs, are truncated).
+        diversity_threshold: Word-set Jaccard similarity at which a candidate
+            counts as a near-duplicate of one already selected.
+    """
+
+    weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
+    half_life_s: float = 7 * 24 * 3600.0
+    relevance_floor: float = 0.2
+    candidates: int = 50
+    top_k: int = 8
+    phase1_top_k: int = 3
+    phase1_timeout_ms: float = 250.0
+    useful_score: float = 0.45
+    graph_depth: int = 2
+    recent_turns: int = 6
+    recent_max_tokens: int = 600
+    recent_turn_max_tokens: int = 200
+    diversity_threshold: float = 0.8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weights", _weights("weights", self.weights))
+        _positive("half_life_s", self.half_life_s)
+        _check(isinstance(self.relevance_floor, (int, float)) and -1 <= self.relevance_floor <= 1,
+               "relevance_floor", self.relevance_floor, "must be between -1 and 1")
+        for name in ("candidates", "top_k", "recent_max_tokens", "recent_turn_max_tokens"):
+            v = getattr(self, name)
+            _check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, v, "must be an int >= 1")
+        _check(isinstance(self.phase1_top_k, int) and 2 <= self.phase1_top_k <= 4,
+               "phase1_top_k", self.phase1_top_k, "must be an int from 2 to 4")
+        _positive("phase1_timeout_ms", self.phase1_timeout_ms)
+        _unit("useful_score", self.useful_score)
+        _check(isinstance(self.graph_depth, int) and 0 <= self.graph_depth <= 5,
+               "graph_depth", self.graph_depth, "must be an int from 0 to 5")
+        _check(isinstance(self.recent_turns, int) and 0 <= self.recent_turns <= 1000,
+               "recent_turns", self.recent_turns, "must be an int from 0 to 1000")
+        _unit("diversity_threshold", self.diversity_threshold)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetConfig:
+    """How many tokens the context block may use, and how they are shared.
+
+    Example:
+        >>> BudgetConfig(mode="tiers", max_tokens=1500).mode
+        'tiers'
+
+    Attributes:
+        mode: ``fixed`` (always ``max_tokens``), ``dynamic`` (between
+            ``min_tokens`` and ``max_tokens`` by query complexity) or ``tiers``
+            (pins, then critical, relevant and background items in turn).
+        max_tokens: Upper bound of the whole context block.
+        min_tokens: Lower bound for ``dynamic``.
+        critical_score: Final score from which an item is ``critical``.
+        relevant_score: Final score from which an item is ``relevant``
+            (below: ``background``).
+        background_share: Share of the budget background items may take in
+            ``tiers`` mode.
+    """
+
+    mode: str = "fixed"
+    max_tokens: int = 1200
+    min_tokens: int = 300
+    critical_score: float = 0.6
+    relevant_score: float = 0.3
+    background_share: float = 0.2
+
+    def __post_init__(self) -> None:
+        _check(self.mode in ("fixed", "dynamic", "tiers"), "mode", self.mode,
+               "must be 'fixed', 'dynamic' or 'tiers'")
+        for name in ("max_tokens", "min_tokens"):
+            v = getattr(self, name)
+            _check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, v, "must be an int >= 1")
+        _check(self.min_tokens <= self.max_tokens, "min_tokens", self.min_tokens,
+               f"must not exceed max_tokens={self.max_tokens}")
+        _unit("critical_score", self.critical_score)
+        _unit("relevant_score", self.relevant_score)
+        _check(self.relevant_score <= self.critical_score, "relevant_score", self.relevant_score,
+               f"must not exceed critical_score={self.critical_score}")
+        _unit("background_share", self.background_share)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinConfig:
+    """Caps on pinned constraints.
+
+    Example:
+        >>> PinConfig(max_pins=5, max_tokens=200).max_pins
+        5
+    """
+
+    max_pins: int = 10
+    max_tokens: int = 400
+
+    def __post_init__(self) -> None:
+        for name in ("max_pins", "max_tokens"):
+            v = getattr(self, name)
+            _check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, v, "must be an int >= 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreLimits:
+    """Input limits enforced before anything is written.
+
+    Example:
+        >>> StoreLimits(max_text_chars=50_000).max_text_chars
+        50000
+    """
+
+    max_text_chars: int = 200_000
+    max_id_chars: int = 256
+    max_metadata_keys: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("max_text_chars", "max_id_chars", "max_metadata_keys"):
+            v = getattr(self, name)
+            _check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, v, "must be an int >= 1")

@@ -1,0 +1,49 @@
+"""Exception types raised by chatrecall.
+
+Every error a caller can trigger with bad input or a failing backend is one of
+these, so ``except ChatRecallError`` catches everything the library raises on
+purpose. Messages always name the offending value.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChatRecallError",
+    "ConfigError",
+    "InvalidInputError",
+    "NotFoundError",
+    "PinLimitError",
+    "StoreError",
+    "StoreUnavailableError",
+]
+
+
+class ChatRecallError(Exception):
+    """Base class of every error chatrecall raises deliberately."""
+
+
+class InvalidInputError(ChatRecallError, ValueError):
+    """A caller passed a value the API does not accept (empty text, wrong type, ...)."""
+
+
+class ConfigError(ChatRecallError, ValueError):
+    """A configuration object was built with an invalid value."""
+
+
+class NotFoundError(ChatRecallError, KeyError):
+    """An id (pin, memory) or user that was asked for does not exist."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class PinLimitError(ChatRecallError):
+    """Adding a pin would exceed the configured count or token cap."""
+
+
+class StoreError(ChatRecallError):
+    """The memory store failed to read or write."""
+
+
+class StoreUnavailableError(StoreError):
+    """The memory store could not be reached (server down, timed out)."""

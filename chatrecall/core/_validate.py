@@ -1,0 +1,107 @@
+"""Input validation shared by the engine and the adapters.
+
+Everything is checked before anything is written, so bad input never leaves
+a half-finished write behind.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ._config import StoreLimits
+from ._errors import InvalidInputError
+from ._types import Scalar, Strategy
+
+__all__ = ["check_id", "check_metadata", "check_strategy", "check_text", "check_timestamp"]
+
+_RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "entities", "id", "text"})
+
+
+def _short(value: object, n: int = 60) -> str:
+    r = repr(value)
+    return r if len(r) <= n else r[: n - 3] + "..."
+
+
+def check_text(name: str, value: Any, limits: StoreLimits) -> str:
+    """A non-empty string within ``max_text_chars``."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}: {_short(value)}")
+    if not value.strip():
+        raise InvalidInputError(f"{name} must not be empty or whitespace, got {_short(value)}")
+    if len(value) > limits.max_text_chars:
+        raise InvalidInputError(
+            f"{name} is {len(value):,} characters, over the limit of {limits.max_text_chars:,} "
+            f"(StoreLimits.max_text_chars): {_short(value)}"
+        )
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} contains a NUL character: {_short(value)}")
+    return value
+
+
+def check_id(name: str, value: Any, limits: StoreLimits) -> str:
+    """A user/session/pin id: non-empty string, no control characters."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}: {_short(value)}")
+    if not value or not value.strip():
+        raise InvalidInputError(f"{name} must not be empty, got {_short(value)}")
+    if len(value) > limits.max_id_chars:
+        raise InvalidInputError(f"{name} is {len(value)} characters, over max_id_chars={limits.max_id_chars}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidInputError(f"{name} contains control characters: {_short(value)}")
+    if value.startswith("__") and value.endswith("__"):
+        raise InvalidInputError(f"{name}={_short(value)} is reserved (dunder ids are internal)")
+    return value
+
+
+def check_timestamp(value: Any) -> float | None:
+    """None, a finite epoch number, or a datetime (naive = UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return value.timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise InvalidInputError(f"timestamp must be a finite number or datetime, got {_short(value)}")
+
+
+def check_metadata(value: Any, limits: StoreLimits) -> Mapping[str, Scalar]:
+    """Flat mapping of str keys to scalars; keys may not look like filter operators."""
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"metadata must be a mapping, got {type(value).__name__}")
+    if len(value) > limits.max_metadata_keys:
+        raise InvalidInputError(f"metadata has {len(value)} keys, over max_metadata_keys={limits.max_metadata_keys}")
+    out: dict[str, Scalar] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k or len(k) > 128:
+            raise InvalidInputError(f"metadata key {_short(k)} must be a non-empty str of at most 128 chars")
+        if k.startswith("$") or k in _RESERVED or any(ord(c) < 32 for c in k):
+            raise InvalidInputError(f"metadata key {k!r} is reserved or looks like a filter operator")
+        if isinstance(v, bool) or isinstance(v, int) or isinstance(v, str):
+            if isinstance(v, str) and len(v) > limits.max_text_chars:
+                raise InvalidInputError(f"metadata[{k!r}] is too long ({len(v):,} characters)")
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**63 - 1:
+                raise InvalidInputError(f"metadata[{k!r}]={v} does not fit in 64 bits")
+            out[k] = v
+        elif isinstance(v, float) and math.isfinite(v):
+            out[k] = v
+        else:
+            raise InvalidInputError(f"metadata[{k!r}]={_short(v)} must be a str, int, finite float or bool")
+    return MappingProxyType(out)
+
+
+def check_strategy(value: Any) -> Strategy | None:
+    if value is None or isinstance(value, Strategy):
+        return value
+    try:
+        return Strategy(value)
+    except ValueError:
+        known = ", ".join(s.value for s in Strategy)
+        raise InvalidInputError(f"strategy={_short(value)} is unknown; use one of: {known}") from None

@@ -1,0 +1,488 @@
+"""Engine behaviour on the fakes (fast): write path, read path, pins, budget, forget."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from chatrecall import (
+    BudgetConfig,
+    ChatRecall,
+    ConfigError,
+    InvalidInputError,
+    NotFoundError,
+    PinConfig,
+    PinLimitError,
+    RetrievalConfig,
+    Route,
+    StoreError,
+    StoreUnavailableError,
+    Strategy,
+    Turn,
+)
+from chatrecall.testing import HashEmbedder, InMemoryStore, fake_engine
+
+DAY = 86400.0
+
+
+class Clock:
+    def __init__(self, t: float = 1_700_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def cr(clock: Clock) -> ChatRecall:
+    return fake_engine(clock=clock)
+
+
+def _seed(cr: ChatRecall, clock: Clock) -> None:
+    base = clock.t - 10 * DAY
+    turns = [
+        ("s1", "user", "I'm building the cheese project: a catalogue of French cheeses."),
+        ("s1", "assistant", "For the cheese project use a cheeses table with region and milk type."),
+        ("s1", "user", "We use Postgres, not SQLite, for the database."),
+        ("s2", "user", "The import script fails with ECONNREFUSED on startup."),
+        ("s2", "assistant", "ECONNREFUSED means Postgres is not listening; check DATABASE_URL in config.yaml."),
+        ("s2", "user", "I wrote parse_tasting_notes() to split notes into aroma and finish."),
+        ("s3", "user", "My sister Marie visits Lyon next month."),
+    ]
+    cr.add_many([
+        Turn(text=t, user_id="alice", session_id=s, role=r, timestamp=base + i * 3600)
+        for i, (s, r, t) in enumerate(turns)
+    ])
+    cr.add("Bob likes hiking in the Alps and his cheese project is secret.", user_id="bob", session_id="b1")
+
+
+# ---------------------------------------------------------------- write path
+def test_add_returns_stable_ids_and_dedupes(cr: ChatRecall) -> None:
+    a = cr.add("hello there friend", user_id="u", session_id="s")
+    b = cr.add("hello there friend", user_id="u", session_id="s")
+    c = cr.add("hello there friend", user_id="u", session_id="other")
+    assert a == b != c
+    assert cr.count("u") == 2
+    assert cr.count("u", "s") == 1
+    # ids are content-derived: a fresh engine on another store computes the same id
+    assert fake_engine().add("hello there friend", user_id="u", session_id="s") == a
+
+
+def test_add_many_batches_embeddings_and_keeps_order(clock: Clock) -> None:
+    emb = HashEmbedder()
+    cr = ChatRecall(store=InMemoryStore(), embedder=emb, clock=clock)
+    ids = cr.add_many([
+        {"text": f"turn number {i}", "user_id": "u", "session_id": "s", "timestamp": clock.t + i} for i in range(20)
+    ])
+    assert len(set(ids)) == 20
+    assert emb.calls == 20  # one embedding per new text, no re-embedding
+    recent = cr.recent("u", "s")
+    assert [r.text for r in recent][-1] == "turn number 19"
+
+
+def test_entities_are_extracted_and_stored(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    batch = cr.store.get("memories", where={"user_id": "alice"})
+    ents = {k for r in batch.records for k in r.entities}
+    assert "econnrefused" in ents
+    assert "parse_tasting_note" in ents  # plural-folded key
+    assert "marie" in ents
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"text": ""}, "empty"),
+        ({"text": "   \n"}, "empty"),
+        ({"text": 42}, "int"),
+        ({"text": "x" * 300_000}, "300,000"),
+        ({"user_id": ""}, "user_id"),
+        ({"user_id": None}, "NoneType"),
+        ({"session_id": "a\x00b"}, "control"),
+        ({"metadata": {"$or": 1}}, "$or"),
+        ({"metadata": {"k": [1, 2]}}, "metadata['k']"),
+        ({"timestamp": float("nan")}, "timestamp"),
+    ],
+)
+def test_bad_input_names_the_value_and_stores_nothing(cr: ChatRecall, kwargs: dict, needle: str) -> None:
+    cr.add("keep me", user_id="u", session_id="s")
+    args = {"text": "valid text", "user_id": "u", "session_id": "s"} | kwargs
+    with pytest.raises(InvalidInputError) as exc:
+        cr.add(**args)
+    assert needle in str(exc.value)
+    assert cr.count("u") == 1
+
+
+def test_batch_with_one_bad_turn_writes_nothing(cr: ChatRecall) -> None:
+    with pytest.raises(InvalidInputError, match="turns|text"):
+        cr.add_many([{"text": "fine", "user_id": "u", "session_id": "s"}, {"text": "", "user_id": "u", "session_id": "s"}])
+    assert cr.store.count("memories") == 0
+
+
+def test_store_failure_on_write_leaves_index_unchanged(cr: ChatRecall) -> None:
+    cr.add("first", user_id="u", session_id="s")
+    cr.store.fail_next = StoreUnavailableError("down")  # type: ignore[attr-defined]
+    with pytest.raises(StoreError):
+        cr.add("second", user_id="u", session_id="s")
+    assert [r.text for r in cr.recent("u", "s")] == ["first"]
+    # and the write can be retried
+    cr.add("second", user_id="u", session_id="s")
+    assert cr.count("u") == 2
+
+
+def test_config_validation_names_bad_value() -> None:
+    with pytest.raises(ConfigError, match="phase1_top_k=7"):
+        RetrievalConfig(phase1_top_k=7)
+    with pytest.raises(ConfigError, match="weights"):
+        RetrievalConfig(weights={"vibes": 1.0})
+    with pytest.raises(ConfigError, match="mode='huge'"):
+        BudgetConfig(mode="huge")
+    with pytest.raises(ConfigError, match="max_pins=0"):
+        PinConfig(max_pins=0)
+    with pytest.raises(ConfigError, match="store"):
+        ChatRecall(store=None, embedder=HashEmbedder())  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- read path
+def test_required_routes(cr: ChatRecall) -> None:
+    assert cr.decide("How are you?").route is Route.NONE
+    assert cr.decide("Remember that cheese project?").route is Route.MEMORY
+    assert cr.decide("What does TriBridConfig do?").route is Route.CORPUS
+    assert cr.decide("That is cool").route is Route.NONE
+    assert cr.decide("what about that function?").route is Route.MEMORY
+
+
+def test_small_talk_skips_search(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    res = cr.retrieve("thanks!", user_id="alice", session_id="s9")
+    assert res.route is Route.NONE
+    assert res.items == ()
+    assert "embed" not in res.timings_ms
+    assert cr.stats()["counters"]["searches_skipped.route_none"] == 1
+
+
+def test_memory_recall_with_reasons_and_components(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    res = cr.retrieve("Remember that cheese project?", user_id="alice", session_id="s9")
+    assert res.gate.route is Route.MEMORY
+    assert res.gate.reasons, "the gate must say which patterns fired"
+    assert res.items and "cheese project" in res.items[0].text
+    top = res.items[0]
+    assert set(top.components) >= {"relevance"}
+    assert 0 < top.score <= 1
+    assert "cheese project" in res.context
+    assert "Relevant memories" in res.context
+    assert res.tokens_used == sum(i.tokens for i in res.items) + sum(r.tokens for r in res.recent)
+    assert set(res.timings_ms) >= {"gate", "embed", "memory", "total"}
+
+
+def test_users_are_isolated(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    for q in ["Remember the cheese project?", "what about hiking in the Alps, remember?"]:
+        res = cr.retrieve(q, user_id="alice", k=20)
+        assert all(i.record.user_id == "alice" for i in res.items if i.record)
+        assert "Bob" not in res.context
+        assert all(i.record.user_id == "alice" for i in cr.search(q, user_id="alice", k=50) if i.record)
+    assert all(i.record.user_id == "bob" for i in cr.search("cheese", user_id="bob", k=50) if i.record)
+
+
+def test_identifier_anchor_makes_memory_useful(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    cr.add_documents(["ECONNREFUSED is a socket error raised when the peer refuses a TCP connection."])
+    res = cr.retrieve("remember the ECONNREFUSED problem?", user_id="alice")
+    assert res.route is Route.MEMORY
+    assert any("memory useful" in n for n in res.notes)
+    assert all(i.source == "memory" for i in res.items)
+    assert "ECONNREFUSED" in res.items[0].text
+
+
+def test_memory_not_useful_falls_back_to_corpus(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    cr.add_documents([{"id": "k8s", "title": "Kubernetes", "text": "Kubernetes schedules pods onto nodes. Helm packages charts."}])
+    res = cr.retrieve("remember how kubernetes schedules pods onto nodes?", user_id="alice")
+    assert any("not useful" in n or "corpus" in n for n in res.notes) or res.passages
+    assert res.passages and "Kubernetes" in res.passages[0].text
+
+
+def test_corpus_route_reads_shared_and_own_documents_only(cr: ChatRecall) -> None:
+    cr.add_documents(["TriBridConfig configures the tri-bridge network layer and its failover policy."])
+    cr.add_documents(["TriBridConfig private notes of bob: the secret failover trick."], user_id="bob")
+    res = cr.retrieve("What does TriBridConfig do?", user_id="alice")
+    assert res.route is Route.CORPUS
+    assert res.passages and "tri-bridge" in res.passages[0].text
+    assert "bob" not in res.context
+    res_b = cr.retrieve("What does TriBridConfig do?", user_id="bob")
+    assert any("secret" in p.text for p in res_b.passages)
+
+
+def test_correction_forces_memory_pass_this_and_next_turn(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    res = cr.retrieve("no, I meant the earlier thing", user_id="alice", session_id="s9")
+    assert res.gate.correction
+    assert res.gate.route.wants_memory or any("correction" in n for n in res.notes)
+    nxt = cr.retrieve("what are the tasting notes fields?", user_id="alice", session_id="s9")
+    assert any("correction" in n for n in nxt.notes)
+    assert nxt.memories
+    third = cr.retrieve("what are the tasting notes fields?", user_id="alice", session_id="s9")
+    assert not any("correction" in n for n in third.notes)
+
+
+def test_recent_window_is_token_capped(clock: Clock) -> None:
+    cr = fake_engine(clock=clock, retrieval=RetrievalConfig(recent_turns=4, recent_turn_max_tokens=20,
+                                                            recent_max_tokens=50))
+    cr.add("short hello", user_id="u", session_id="s", timestamp=clock.t - 30)
+    cr.add("tool output " + "x y z " * 500, user_id="u", session_id="s", role="tool", timestamp=clock.t - 20)
+    cr.add("what next?", user_id="u", session_id="s", timestamp=clock.t - 10)
+    rec = cr.recent("u", "s")
+    assert sum(r.tokens for r in rec) <= 50
+    assert all(r.tokens <= 20 for r in rec)
+    assert any("truncated" in r.why for r in rec)
+    assert rec[-1].text == "what next?"
+
+
+@pytest.mark.parametrize("strategy", list(Strategy))
+def test_each_strategy_returns_own_user_ranked_items(cr: ChatRecall, clock: Clock, strategy: Strategy) -> None:
+    _seed(cr, clock)
+    items = cr.search("cheese project with Postgres", user_id="alice", k=3, strategy=strategy)
+    assert 1 <= len(items) <= 3
+    scores = [i.score for i in items]
+    assert scores == sorted(scores, reverse=True)
+    assert all(i.record and i.record.user_id == "alice" for i in items)
+
+
+def test_recency_strategy_prefers_newest(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    items = cr.search("anything", user_id="alice", k=2, strategy="recency")
+    assert "Marie" in items[0].text
+
+
+def test_entity_strategy_finds_entity_mentions(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    items = cr.search("Marie", user_id="alice", k=2, strategy="entity")
+    assert "Marie" in items[0].text
+    assert "entity" in items[0].why
+
+
+def test_graph_expansion_reaches_neighbour_turns(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    items = cr.search("import script fails on startup", user_id="alice", k=5, strategy="graph")
+    texts = [i.text for i in items]
+    # the assistant's answer shares few words with the query; it arrives as the next turn
+    assert any("DATABASE_URL" in t for t in texts)
+    assert any("hop" in i.why for i in items)
+
+
+def test_unknown_strategy_is_rejected(cr: ChatRecall) -> None:
+    with pytest.raises(InvalidInputError, match="strategy='magic'"):
+        cr.search("x", user_id="u", strategy="magic")
+
+
+# ---------------------------------------------------------------- budget
+def test_budget_never_exceeded_and_rejections_explained(cr: ChatRecall, clock: Clock) -> None:
+    for i in range(30):
+        cr.add(f"cheese fact {i}: " + "aged comte gruyere " * 10, user_id="u", session_id=f"s{i}",
+               timestamp=clock.t - i * 60)
+    res = cr.retrieve("remember the cheese facts?", user_id="u", k=30, route="both", budget_tokens=200)
+    assert res.tokens_used <= 200
+    assert any("over budget" in r.why for r in res.rejected)
+
+
+def test_near_duplicates_suppressed(cr: ChatRecall) -> None:
+    cr.add("the deploy uses helm charts on the staging cluster", user_id="u", session_id="a")
+    cr.add("the deploy uses helm charts on the staging cluster!", user_id="u", session_id="b")
+    res = cr.retrieve("remember the helm deploy on staging?", user_id="u", route="both")
+    assert len([i for i in res.items if "helm" in i.text]) == 1
+    assert any("near-duplicate" in r.why for r in res.rejected)
+
+
+def test_tiers_mode_caps_background(clock: Clock) -> None:
+    cr = fake_engine(clock=clock, budget=BudgetConfig(mode="tiers", max_tokens=400, background_share=0.0,
+                                                     critical_score=0.9, relevant_score=0.8))
+    for i in range(5):
+        cr.add(f"random note {i} about gardening tomatoes", user_id="u", session_id="s")
+    res = cr.retrieve("remember the gardening notes?", user_id="u", route="memory")
+    assert all(i.tier != "background" for i in res.items)
+    assert any("background share" in r.why for r in res.rejected)
+
+
+def test_dynamic_budget_grows_with_complexity() -> None:
+    from chatrecall.core import budget_for
+
+    cfg = BudgetConfig(mode="dynamic", min_tokens=100, max_tokens=1000)
+    small = budget_for("hi", [], Route.MEMORY, cfg)
+    big = budget_for("compare the Postgres and SQLite setups and explain why we chose one over the other for "
+                     "billing and analytics", [], Route.BOTH, cfg)
+    assert 100 <= small < big <= 1000
+
+
+def test_pluggable_token_counter(clock: Clock) -> None:
+    cr = fake_engine(clock=clock, token_counter=lambda s: len(s))  # characters as tokens
+    cr.add("twelve chars", user_id="u", session_id="s")
+    assert cr.recent("u", "s")[0].tokens == len("twelve chars")
+
+
+# ---------------------------------------------------------------- pins
+def test_pins_always_present_capped_and_persisted(cr: ChatRecall, clock: Clock) -> None:
+    p = cr.pin("We use Postgres, not SQLite.", user_id="alice")
+    assert cr.pin("We use Postgres, not SQLite.", user_id="alice").id == p.id
+    res = cr.retrieve("ok cool", user_id="alice")
+    assert res.route is Route.NONE
+    assert res.pins == (p,) and "Postgres, not SQLite" in res.context
+    # persisted: a new engine on the same store sees it
+    other = ChatRecall(store=cr.store, embedder=cr.embedder)
+    assert [x.text for x in other.pins("alice")] == ["We use Postgres, not SQLite."]
+    assert cr.pins("bob") == []
+    cr.unpin(p.id)
+    assert "Postgres" not in cr.retrieve("ok cool", user_id="alice").context
+    with pytest.raises(NotFoundError, match=p.id):
+        cr.unpin(p.id)
+
+
+def test_pin_caps_raise_and_change_nothing(clock: Clock) -> None:
+    cr = fake_engine(clock=clock, pins=PinConfig(max_pins=2, max_tokens=12))
+    cr.pin("rule one", user_id="u")
+    cr.pin("rule two", user_id="u")
+    with pytest.raises(PinLimitError, match="max_pins=2"):
+        cr.pin("rule three", user_id="u")
+    assert [p.text for p in cr.pins("u")] == ["rule one", "rule two"]
+    cr2 = fake_engine(clock=clock, pins=PinConfig(max_pins=5, max_tokens=5))
+    with pytest.raises(PinLimitError, match="max_tokens=5"):
+        cr2.pin("this pin is far too long for the cap", user_id="u")
+    assert cr2.pins("u") == []
+
+
+def test_session_pins_only_in_their_session(cr: ChatRecall) -> None:
+    cr.pin("global rule", user_id="u")
+    cr.pin("only in s1", user_id="u", session_id="s1")
+    assert {p.text for p in cr.retrieve("ok", user_id="u", session_id="s1").pins} == {"global rule", "only in s1"}
+    assert {p.text for p in cr.retrieve("ok", user_id="u", session_id="s2").pins} == {"global rule"}
+
+
+def test_unpin_of_other_users_pin_is_not_found(cr: ChatRecall) -> None:
+    p = cr.pin("alice rule", user_id="alice")
+    with pytest.raises(NotFoundError):
+        cr.unpin(p.id, user_id="bob")
+    assert cr.pins("alice") == [p]
+
+
+# ---------------------------------------------------------------- forget
+def test_forget_user_and_session(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    cr.pin("alice rule", user_id="alice")
+    rep = cr.forget("alice", "s3")
+    assert rep.memories == 1 and rep.pins == 0
+    assert all("Marie" not in i.text for i in cr.search("Marie Lyon", user_id="alice", k=10))
+    rep = cr.forget("alice")
+    assert rep.memories == 6 and rep.pins == 1
+    assert cr.count("alice") == 0 and cr.pins("alice") == []
+    assert cr.search("cheese", user_id="alice") == ()
+    assert cr.count("bob") == 1
+    with pytest.raises(NotFoundError, match="alice"):
+        cr.forget("alice")
+
+
+# ---------------------------------------------------------------- faults, metrics, threads
+class SlowStore(InMemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.delay = 0.0
+
+    def query(self, *a, **kw):  # type: ignore[no-untyped-def]
+        import time
+
+        time.sleep(self.delay)
+        return super().query(*a, **kw)
+
+
+def test_phase1_timeout_is_recorded_and_does_not_block(clock: Clock) -> None:
+    store = SlowStore()
+    cr = ChatRecall(store=store, embedder=HashEmbedder(), clock=clock,
+                    retrieval=RetrievalConfig(phase1_timeout_ms=50))
+    cr.add("the cheese project uses Postgres", user_id="u", session_id="s")
+    store.delay = 1.0
+    res = cr.retrieve("remember the cheese project?", user_id="u")
+    assert any("over its 50 ms budget" in n for n in res.notes)
+    assert res.timings_ms["memory"] < 900
+    assert cr.stats()["counters"]["phase1_timeouts"] == 1
+
+
+def test_store_down_degrades_retrieve(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    cr.store.fail_next = StoreUnavailableError("server down")  # type: ignore[attr-defined]
+    res = cr.retrieve("remember the cheese project?", user_id="alice", route="both")
+    assert res.degraded
+
+
+def test_metrics_snapshot(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    for m in ["hi", "remember the cheese project?", "What does TriBridConfig do?"]:
+        cr.retrieve(m, user_id="alice", session_id="s1")
+    snap = cr.stats()
+    c = snap["counters"]
+    assert c["routes.gate.none"] == 1 and c["routes.gate.memory"] == 1
+    assert c["searches_run.memory"] == 1
+    assert snap["histograms"]["latency_ms.total"]["count"] == 3
+    assert snap["histograms"]["latency_ms.total"]["p95"] >= snap["histograms"]["latency_ms.total"]["p50"]
+    assert snap["per_conversation"]["alice/s1"]["turns"] == 3
+    assert sum(v["turns"] for v in snap["per_day"].values()) == 3
+
+
+def test_threads_do_not_mix_users(clock: Clock) -> None:
+    cr = fake_engine(clock=clock)
+    errors: list[BaseException] = []
+
+    def work(u: int) -> None:
+        try:
+            for i in range(40):
+                cr.add(f"user{u} fact {i} about topic{i % 5}", user_id=f"u{u}", session_id="s")
+                if i % 5 == 0:
+                    for it in cr.search(f"topic{i % 5}", user_id=f"u{u}", k=5):
+                        assert it.text.startswith(f"user{u} ")
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(u,)) for u in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert [cr.count(f"u{u}") for u in range(4)] == [40] * 4
+
+
+def test_cache_rebuilds_from_store_after_eviction(clock: Clock) -> None:
+    store = InMemoryStore()
+    cr = ChatRecall(store=store, embedder=HashEmbedder(), clock=clock, max_cached_users=1)
+    cr.add("alpha project Zanzibar", user_id="a", session_id="s")
+    cr.add("beta project", user_id="b", session_id="s")  # evicts a
+    assert "a" not in cr._users
+    items = cr.search("Zanzibar", user_id="a", strategy="entity")
+    assert items and "Zanzibar" in items[0].text
+
+
+def test_second_process_writes_are_seen(clock: Clock) -> None:
+    store = InMemoryStore()
+    emb = HashEmbedder()
+    a = ChatRecall(store=store, embedder=emb, clock=clock)
+    b = ChatRecall(store=store, embedder=emb, clock=clock)
+    a.search("warm up", user_id="u") if a.count("u") else None
+    a.add("first from a", user_id="u", session_id="s")
+    a.search("first", user_id="u")  # a's cache now holds the user
+    b.add("the Zanzibar launch is on Friday", user_id="u", session_id="s")
+    items = a.search("Zanzibar launch", user_id="u", k=2)
+    assert items and "Zanzibar" in items[0].text
+
+
+def test_topk_helper_is_exact() -> None:
+    from chatrecall.core._engine import _topk
+
+    rng = np.random.default_rng(0)
+    x = rng.random(1000).astype(np.float32)
+    assert list(_topk(x, 10)) == list(np.argsort(-x)[:10])
