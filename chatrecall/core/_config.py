@@ -73,6 +73,7 @@ class RetrievalConfig:
         recent_max_tokens: Token cap of the whole recent window.
         recent_turn_max_tokens: Token cap of one turn in the window (longer
             turns, such as tool outputs, are truncated).
+        min_score: Final score under which a found item is not injected.
         diversity_threshold: Word-set Jaccard similarity at which a candidate
             counts as a near-duplicate of one already selected.
     """
@@ -90,6 +91,7 @@ class RetrievalConfig:
     recent_max_tokens: int = 600
     recent_turn_max_tokens: int = 200
     diversity_threshold: float = 0.8
+    min_score: float = 0.15
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))
@@ -108,6 +110,7 @@ class RetrievalConfig:
         _check(isinstance(self.recent_turns, int) and 0 <= self.recent_turns <= 1000,
                "recent_turns", self.recent_turns, "must be an int from 0 to 1000")
         _unit("diversity_threshold", self.diversity_threshold)
+        _unit("min_score", self.min_score)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -447,8 +447,9 @@ class ChatRecall:
         with st.lock:
             mem = self.store.delete(COLLECTION_MEMORIES, where=where)
             pins = self.store.delete(COLLECTION_PINS, where=where)
+            docs = 0
             if session_id is None:
-                self.store.delete(COLLECTION_CORPUS, where={"user_id": user_id})
+                docs = self.store.delete(COLLECTION_CORPUS, where={"user_id": user_id})
                 self._corpus_count = None
                 with self._users_lock:
                     self._users.pop(user_id, None)
@@ -457,7 +458,7 @@ class ChatRecall:
                 st.index.remove(gone)
                 st.pins = None
                 st.correction_pending.discard(session_id)
-        if mem == 0 and pins == 0:
+        if mem == 0 and pins == 0 and docs == 0:
             raise NotFoundError(
                 f"nothing stored for user {user_id!r}" + (f" in session {session_id!r}" if session_id else "")
             )
@@ -681,8 +682,11 @@ class ChatRecall:
         sims = np.asarray([h.similarity for h in hits], dtype=np.float32)
         anchor = np.asarray([bool(keys & set(h.record.entities)) for h in hits], dtype=np.float32)
         final = np.clip(sims, 0, 1) * 0.8 + 0.2 * anchor
+        # Passages under the relevance floor without an anchor would only cost tokens.
+        final = np.where((sims >= self.retrieval_config.relevance_floor) | (anchor > 0), final, -1.0)
         out = []
-        for j in _topk(final, k).tolist():
+        top = _topk(final, k)
+        for j in top[final[top] >= 0].tolist():
             h = hits[j]
             out.append(ScoredItem(
                 id=h.record.id, text=h.record.text, source="corpus", score=float(final[j]),
@@ -711,14 +715,17 @@ class ChatRecall:
                 covered = len(qterms & set(tokenize(it.text))) / len(qterms)
                 if covered >= 0.6:
                     return f"{covered:.0%} of the query's terms found in memory"
-        heads = [r.match.split()[-1].casefold() for r in gate.reasons if r.category == "continuity"]
-        if heads:
-            for it in items:
-                if it.record and it.record.entities:
-                    low = it.text.casefold()
-                    head = next((h for h in heads if len(h) > 2 and h in low), None)
-                    if head or all(len(h) <= 3 for h in heads):
-                        return f"memory supplies the referent of {heads[0]!r}"
+        # "that function" / "is it treatable": the hit must mention the head noun
+        # (or, for a bare pronoun, at least carry an entity it can refer to).
+        conts = [r.match for r in gate.reasons if r.category == "continuity"]
+        heads = [h for h in (tokenize(m)[-1:] for m in conts) for h in h]
+        for it in items:
+            low = it.text.casefold()
+            head = next((h for h in heads if h in low), None)
+            if head is not None:
+                return f"memory supplies the referent of {head!r}"
+            if conts and not heads and it.record and it.record.entities:
+                return f"memory supplies an entity for {conts[0]!r}"
         return None
 
     def retrieve(
@@ -861,7 +868,10 @@ class ChatRecall:
         budget = budget_tokens if budget_tokens is not None else budget_for(
             message, entities, taken, self.budget_config)
         fixed = sum(p.tokens for p in pins) + sum(r.tokens for r in recent)
-        sel = select_items([*memory_items, *corpus_items], budget=max(budget - fixed, 0),
+        weak = [i for i in (*memory_items, *corpus_items) if i.score < cfg.min_score]
+        rejected.extend(dataclasses.replace(i, why=f"score {i.score:.2f} < min_score {cfg.min_score}") for i in weak)
+        strong = [i for i in (*memory_items, *corpus_items) if i.score >= cfg.min_score]
+        sel = select_items(strong, budget=max(budget - fixed, 0),
                            config=self.budget_config, diversity_threshold=cfg.diversity_threshold)
         rejected.extend(sel.rejected)
         used = fixed + sel.tokens
