@@ -19,8 +19,11 @@ __all__ = ["Embedder", "EntityExtractor", "MemoryStore", "StoreBatch", "TokenCou
 class StoreBatch(Protocol):
     """What :meth:`MemoryStore.get` returns: records and (optionally) embeddings."""
 
-    records: list[Record]
-    embeddings: np.ndarray | None
+    @property
+    def records(self) -> list[Record]: ...
+
+    @property
+    def embeddings(self) -> np.ndarray | None: ...
 
 
 @runtime_checkable

@@ -1,0 +1,667 @@
+"""Chroma implementation of :class:`~chatrecall.core._protocols.MemoryStore`.
+
+Works embedded (``chromadb.PersistentClient`` on a local directory) or against
+a Chroma server (``chromadb.HttpClient``), in which case several processes can
+share one store: the only thing cached in-process is the collection handle,
+and a stale handle (collection dropped by someone else) is refreshed.
+
+Mapping of a :class:`Record` to Chroma:
+
+* ``id`` -> Chroma id, ``text`` -> document;
+* ``user_id``, ``session_id``, ``role``, ``timestamp``, ``seq`` -> metadata keys
+  of the same name;
+* ``entities`` -> list-valued metadata ``entities`` (omitted when empty);
+* user metadata ``{"topic": "x"}`` -> ``{"m.topic": "x"}``: the prefix keeps user
+  keys from colliding with ours or being read as operators (``$or``).
+
+Filters (:data:`Where`) address the same names: record fields by name, user
+metadata by its own key (``{"topic": "x"}``), ``id`` restricts ids, and
+``entities`` means *contains* (``{"entities": ("a", "b")}``: contains a or b).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from chatrecall.core._batch import Batch
+from chatrecall.core._errors import (
+    ChatRecallError,
+    ConfigError,
+    InvalidInputError,
+    StoreError,
+    StoreUnavailableError,
+)
+from chatrecall.core._types import Record, Scalar, StoreHit, Where
+
+from ._guard import require
+
+__all__ = ["ChromaStore", "default_path"]
+
+T = TypeVar("T")
+
+#: Record fields stored as top-level Chroma metadata under their own name.
+_FIELDS = ("user_id", "session_id", "role", "timestamp", "seq")
+_ENTITIES = "entities"
+_PREFIX = "m."
+#: Page size of reads (ids per get, rows per offset page).
+_PAGE = 5000
+_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$")
+_SPACE = "cosine"
+
+
+def default_path() -> Path:
+    """Where the embedded store lives when nothing is configured.
+
+    ``$CHATRECALL_HOME/chroma`` if set, else the platform's user data
+    directory: ``~/.local/share/chatrecall/chroma`` (or ``$XDG_DATA_HOME``) on
+    Linux, ``~/Library/Application Support/chatrecall/chroma`` on macOS,
+    ``%LOCALAPPDATA%\\chatrecall\\chroma`` on Windows.
+    """
+    home = os.environ.get("CHATRECALL_HOME")
+    if home:
+        return Path(home).expanduser() / "chroma"
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "chatrecall" / "chroma"
+
+
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    """A :data:`Where` compiled for Chroma.
+
+    Attributes:
+        where: Chroma ``where`` document, or None for no metadata filter.
+        ids: Id restriction (from ``ids=`` and/or a ``id`` clause), or None.
+        empty: True when the filter can match nothing (empty tuple).
+    """
+
+    where: dict[str, Any] | None
+    ids: tuple[str, ...] | None
+    empty: bool
+
+
+def _check_scalar(key: str, value: object) -> Scalar:
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    raise InvalidInputError(f"filter value {value!r} for {key!r} must be a str, int, float, bool or a tuple of them")
+
+
+def _membership(field: str, values: Sequence[Scalar]) -> dict[str, Any]:
+    """``field in values``; Chroma wants one type per ``$in`` so split by type."""
+    groups: dict[str, list[Scalar]] = {}
+    for v in dict.fromkeys(values):  # dedupe, keep order
+        kind = "bool" if isinstance(v, bool) else "num" if isinstance(v, (int, float)) else "str"
+        groups.setdefault(kind, []).append(v)
+    if "num" in groups and any(isinstance(v, float) for v in groups["num"]):
+        groups["num"] = [float(v) for v in groups["num"]]  # Chroma matches 5.0 against a stored 5
+    clauses = [{field: {"$in": vals}} for vals in groups.values()]
+    return clauses[0] if len(clauses) == 1 else {"$or": clauses}
+
+
+def _compile(where: Where | None, ids: Sequence[str] | None) -> _Filter:
+    """Turn a :data:`Where` (data, never a string) into a Chroma filter."""
+    id_set: tuple[str, ...] | None = None
+    if ids is not None:
+        if isinstance(ids, str):
+            raise InvalidInputError(f"ids={ids!r} must be a sequence of ids, not a string")
+        id_set = tuple(dict.fromkeys(_check_id(i) for i in ids))
+    clauses: list[dict[str, Any]] = []
+    empty = False
+    if where is not None and not isinstance(where, Mapping):
+        raise InvalidInputError(f"where={where!r} must be a mapping of field to value or tuple of values")
+    for key, want in (where or {}).items():
+        if not isinstance(key, str):
+            raise InvalidInputError(f"filter key {key!r} must be a string")
+        if isinstance(want, tuple):
+            values = tuple(_check_scalar(key, v) for v in want)
+            if not values:
+                empty = True
+                continue
+        else:
+            values = (_check_scalar(key, want),)
+        if key == "id":
+            wanted = tuple(dict.fromkeys(str(v) for v in values))
+            id_set = wanted if id_set is None else tuple(i for i in id_set if i in set(wanted))
+            continue
+        if key in ("text", "metadata"):
+            raise InvalidInputError(f"cannot filter on {key!r}: filter on record fields or metadata keys")
+        if key == _ENTITIES:
+            ors = [{_ENTITIES: {"$contains": v}} for v in dict.fromkeys(values)]
+            clauses.append(ors[0] if len(ors) == 1 else {"$or": ors})
+            continue
+        field = key if key in _FIELDS else _PREFIX + key
+        if isinstance(want, tuple):
+            clauses.append(_membership(field, values))
+        else:
+            clauses.append({field: {"$eq": values[0]}})
+    if id_set is not None and not id_set:
+        empty = True
+    chroma_where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    return _Filter(chroma_where, id_set, empty)
+
+
+def _check_id(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"record id {value!r} must be a non-empty string")
+    return value
+
+
+def _to_metadata(record: Record) -> dict[str, Any]:
+    """Record -> Chroma metadata (see the module docstring for the layout)."""
+    if not isinstance(record, Record):
+        raise InvalidInputError(f"expected a Record, got {type(record).__name__}: {record!r}")
+    _check_id(record.id)
+    if not isinstance(record.text, str):
+        raise InvalidInputError(f"record {record.id!r}: text {record.text!r} must be a string")
+    meta: dict[str, Any] = {
+        "user_id": record.user_id,
+        "session_id": record.session_id,
+        "role": record.role,
+        "timestamp": float(record.timestamp),
+        "seq": int(record.seq),
+    }
+    for name in ("user_id", "session_id", "role"):
+        if not isinstance(meta[name], str):
+            raise InvalidInputError(f"record {record.id!r}: {name}={meta[name]!r} must be a string")
+    if record.entities:
+        bad = [e for e in record.entities if not isinstance(e, str)]
+        if bad:
+            raise InvalidInputError(f"record {record.id!r}: entities must be strings, got {bad[0]!r}")
+        meta[_ENTITIES] = list(record.entities)
+    for key, value in record.metadata.items():
+        if not isinstance(key, str):
+            raise InvalidInputError(f"record {record.id!r}: metadata key {key!r} must be a string")
+        if not isinstance(value, (str, int, float, bool)):
+            raise InvalidInputError(
+                f"record {record.id!r}: metadata[{key!r}]={value!r} must be a str, int, float or bool"
+            )
+        meta[_PREFIX + key] = value
+    return meta
+
+
+def _to_record(rid: str, document: str | None, meta: Mapping[str, Any] | None) -> Record:
+    """Chroma row -> Record; tolerant of rows written by older versions or by hand."""
+    meta = meta or {}
+    user = {k[len(_PREFIX) :]: v for k, v in meta.items() if k.startswith(_PREFIX)}
+    return Record(
+        id=rid,
+        text=document or "",
+        user_id=str(meta.get("user_id", "")),
+        session_id=str(meta.get("session_id", "")),
+        role=str(meta.get("role", "")),
+        timestamp=float(meta.get("timestamp", 0.0)),
+        seq=int(meta.get("seq", 0)),
+        entities=tuple(meta.get(_ENTITIES) or ()),
+        metadata=MappingProxyType(user),
+    )
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class ChromaStore:
+    """A :class:`MemoryStore` backed by Chroma (embedded or client/server).
+
+    Example:
+        >>> store = ChromaStore(path="/tmp/chatrecall-demo")  # doctest: +SKIP
+        >>> store = ChromaStore(url="http://127.0.0.1:8000", namespace="prod")  # doctest: +SKIP
+        >>> store.count("memories")  # doctest: +SKIP
+        0
+
+    Args:
+        path: Directory of an embedded persistent store.
+        url: URL of a Chroma server, e.g. ``http://127.0.0.1:8000``.
+        client: A ready ``chromadb`` client, used as is (not closed by us).
+        namespace: Prefix of the Chroma collection names
+            (``{namespace}_{collection}``), so several apps can share a server.
+        timeout_s: Connect/read timeout of server requests.
+        retries: Extra attempts of a write (upsert/delete) that failed because
+            the server was unreachable, with exponential backoff.
+
+    With none of ``path``, ``url`` and ``client``, an embedded store is opened at
+    :func:`default_path`. Chroma telemetry is disabled.
+
+    Raises:
+        ConfigError: Conflicting or invalid arguments.
+        ImportError: ``chromadb`` is not installed.
+        StoreError: The embedded store could not be opened.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        client: Any = None,
+        namespace: str = "chatrecall",
+        timeout_s: float = 5.0,
+        retries: int = 0,
+    ) -> None:
+        given = [n for n, v in (("path", path), ("url", url), ("client", client)) if v is not None]
+        if len(given) > 1:
+            raise ConfigError(f"give at most one of path, url and client; got {', '.join(given)}")
+        if not isinstance(namespace, str) or not _NAME_RE.match(namespace):
+            raise ConfigError(
+                f"namespace={namespace!r} is invalid: use letters, digits, '_' or '-', "
+                "starting and ending with a letter or digit"
+            )
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+            raise ConfigError(f"timeout_s={timeout_s!r} is invalid: must be a positive number")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"retries={retries!r} is invalid: must be an integer >= 0")
+        self._chromadb = require("chromadb", "chroma")
+        self.namespace = namespace
+        self.timeout_s = float(timeout_s)
+        self.retries = retries
+        self.url: str | None = None
+        self.path: Path | None = None
+        self._host = ""
+        self._port = 0
+        self._ssl = False
+        self._lock = threading.RLock()
+        self._cols: dict[str, Any] = {}
+        self._max_batch: int | None = None
+        self._client: Any = client
+        self._owns_client = client is None
+        if url is not None:
+            self._parse_url(url)  # the server is contacted lazily: it may come up later
+        elif client is None:
+            self.path = Path(path).expanduser() if path is not None else default_path()
+            self._client = self._run("open", self._open_embedded)
+
+    # ------------------------------------------------------------------ setup
+
+    def _parse_url(self, url: str) -> None:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"url={url!r} is invalid: expected http(s)://host[:port]")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ConfigError(f"url={url!r} is invalid: path prefixes are not supported, use http(s)://host[:port]")
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigError(f"url={url!r} is invalid: {exc}") from exc
+        self.url = url.rstrip("/")
+        self._host = parts.hostname
+        self._ssl = parts.scheme == "https"
+        self._port = port or (443 if self._ssl else 8000)
+
+    def _settings(self) -> Any:
+        from chromadb.config import Settings
+
+        return Settings(anonymized_telemetry=False)
+
+    def _open_embedded(self) -> Any:
+        assert self.path is not None
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self._chromadb.PersistentClient(path=str(self.path), settings=self._settings())
+
+    def _open_http(self) -> Any:
+        # chromadb's first requests (inside HttpClient()) have no timeout: a dead
+        # or hung server would block forever, so probe the heartbeat first.
+        import httpx
+
+        scheme = "https" if self._ssl else "http"
+        host = f"[{self._host}]" if ":" in self._host else self._host  # IPv6 literal
+        probe = httpx.get(f"{scheme}://{host}:{self._port}/api/v2/heartbeat", timeout=self.timeout_s)
+        probe.raise_for_status()
+        client = self._chromadb.HttpClient(host=self._host, port=self._port, ssl=self._ssl, settings=self._settings())
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if isinstance(session, httpx.Client):
+            # chromadb builds its httpx session with timeout=None; bound every request.
+            session.timeout = httpx.Timeout(self.timeout_s)
+        return client
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self._open_http() if self.url is not None else self._open_embedded()
+            return self._client
+
+    def close(self) -> None:
+        """Release the client we opened (embedded: flushes and unlocks the files)."""
+        with self._lock:
+            self._cols.clear()
+            if not self._owns_client:
+                return
+            client, self._client = self._client, None
+        if client is not None and hasattr(client, "close"):
+            with contextlib.suppress(Exception):  # closing must not mask the caller's error
+                client.close()
+
+    def __enter__(self) -> ChromaStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self.url or (str(self.path) if self.path else "client")
+        return f"ChromaStore({where!r}, namespace={self.namespace!r})"
+
+    def ping(self) -> None:
+        """Check the backend answers; raises :class:`StoreUnavailableError` if not."""
+        self._run("heartbeat", lambda: self._get_client().heartbeat())
+
+    # --------------------------------------------------------------- plumbing
+
+    def _describe(self) -> str:
+        return f"chroma server {self.url}" if self.url else f"chroma store at {self.path or 'client'}"
+
+    def _translate(self, what: str, exc: BaseException) -> StoreError:
+        """Map any backend exception to StoreError / StoreUnavailableError."""
+        httpx = sys.modules.get("httpx")
+        unavailable = isinstance(exc, (ConnectionError, TimeoutError, socket.timeout))
+        if httpx is not None:
+            unavailable = unavailable or isinstance(exc, httpx.TransportError)
+            if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code in (502, 503, 504):
+                unavailable = True
+        if isinstance(exc, OSError) and self.url is not None:
+            unavailable = True  # socket level errors talking to the server
+        if isinstance(exc, ValueError) and "Could not connect" in str(exc):
+            unavailable = True
+        detail = f"{type(exc).__name__}: {exc}"
+        if unavailable:
+            return StoreUnavailableError(f"{self._describe()} is unavailable ({what}): {detail}")
+        return StoreError(f"{self._describe()}: {what} failed: {detail}")
+
+    def _run(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
+        attempts = 1 + (self.retries if write else 0)
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except ChatRecallError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every backend error becomes ours
+                err = self._translate(what, exc)
+                if isinstance(err, StoreUnavailableError) and attempt + 1 < attempts:
+                    time.sleep(min(0.1 * 2**attempt, 2.0))
+                    continue
+                raise err from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _name(self, collection: str) -> str:
+        if not isinstance(collection, str) or not _NAME_RE.match(collection):
+            raise InvalidInputError(f"collection={collection!r} is invalid: use letters, digits, '_' or '-'")
+        return f"{self.namespace}_{collection}"
+
+    def _is_not_found(self, exc: BaseException) -> bool:
+        errors = getattr(self._chromadb, "errors", None)
+        nf = getattr(errors, "NotFoundError", None)
+        if nf is not None and isinstance(exc, nf):
+            return True
+        return isinstance(exc, ValueError) and "does not exist" in str(exc)
+
+    def _collection(self, collection: str, create: bool) -> Any:
+        """The Chroma collection handle, or None when missing and ``create`` is False."""
+        name = self._name(collection)
+        with self._lock:
+            col = self._cols.get(name)
+        if col is not None:
+            return col
+        client = self._get_client()
+        if create:
+            col = client.get_or_create_collection(
+                name, configuration={"hnsw": {"space": _SPACE}}, embedding_function=None
+            )
+        else:
+            try:
+                col = client.get_collection(name, embedding_function=None)
+            except Exception as exc:
+                if self._is_not_found(exc):
+                    return None  # not cached: another process may create it
+                raise
+        self._check_space(name, col)
+        with self._lock:
+            self._cols[name] = col
+        return col
+
+    def _check_space(self, name: str, col: Any) -> None:
+        # A collection made by someone else with l2/ip would make 1 - distance meaningless.
+        space = None
+        cfg = getattr(col, "configuration", None)
+        if isinstance(cfg, Mapping):
+            hnsw = cfg.get("hnsw")
+            if isinstance(hnsw, Mapping):
+                space = hnsw.get("space")
+        meta = getattr(col, "metadata", None)
+        if space is None and isinstance(meta, Mapping):
+            space = meta.get("hnsw:space")
+        if space is not None and space != _SPACE:
+            raise StoreError(f"chroma collection {name!r} uses distance {space!r}; chatrecall needs 'cosine'")
+
+    def _with(self, collection: str, create: bool, op: Callable[[Any], T], missing: T) -> T:
+        """Run ``op`` on the collection; refresh a stale handle once."""
+        col = self._collection(collection, create)
+        if col is None:
+            return missing
+        try:
+            return op(col)
+        except Exception as exc:
+            if not self._is_not_found(exc):
+                raise
+            with self._lock:  # dropped (and maybe recreated) by another client
+                self._cols.pop(self._name(collection), None)
+            col = self._collection(collection, create)
+            return missing if col is None else op(col)
+
+    def _batch_size(self) -> int:
+        if self._max_batch is None:
+            size = 0
+            getter = getattr(self._get_client(), "get_max_batch_size", None)
+            if getter is not None:
+                size = int(getter())
+            self._max_batch = max(1, min(size, _PAGE)) if size > 0 else _PAGE
+        return self._max_batch
+
+    def _matching_ids(self, col: Any, flt: _Filter) -> list[str]:
+        out: list[str] = []
+        if flt.ids is not None:
+            for chunk in _chunks(flt.ids, _PAGE):
+                out.extend(col.get(ids=list(chunk), where=flt.where, include=[])["ids"])
+            return out
+        offset = 0
+        while True:
+            page = col.get(where=flt.where, limit=_PAGE, offset=offset, include=[])["ids"]
+            out.extend(page)
+            if len(page) < _PAGE:
+                return out
+            offset += _PAGE
+
+    # ------------------------------------------------------------- MemoryStore
+
+    def upsert(self, collection: str, records: Sequence[Record], embeddings: np.ndarray) -> None:
+        """Insert or replace ``records``; row i of ``embeddings`` belongs to record i.
+
+        A replaced record is replaced whole: metadata keys it no longer has are
+        removed (Chroma alone would merge them). Duplicate ids: the last wins.
+
+        Raises:
+            InvalidInputError: Shape mismatch, non-finite vectors, bad record fields.
+            StoreError: The write failed (never swallowed).
+        """
+        self._name(collection)
+        recs = list(records)
+        emb = np.asarray(embeddings, dtype=np.float32)
+        if emb.ndim != 2 or emb.shape[0] != len(recs):
+            raise InvalidInputError(f"embeddings shape {emb.shape} does not match {len(recs)} records")
+        if not recs:
+            return
+        if not np.isfinite(emb).all():
+            raise InvalidInputError("embeddings contain NaN or infinite values")
+        metas = [_to_metadata(r) for r in recs]
+        last = {r.id: i for i, r in enumerate(recs)}
+        keep = list(last.values())
+        if len(keep) != len(recs):
+            keep.sort()
+            recs, metas, emb = [recs[i] for i in keep], [metas[i] for i in keep], emb[keep]
+        ids = [r.id for r in recs]
+        docs = [r.text for r in recs]
+        step = self._run("batch size", self._batch_size)
+        for start in range(0, len(ids), step):
+            sl = slice(start, start + step)
+            write = functools.partial(
+                self._write_batch, ids=ids[sl], embeddings=emb[sl], documents=docs[sl], metadatas=metas[sl]
+            )
+            self._run(
+                f"upsert into {collection!r}", functools.partial(self._with, collection, True, write, None), write=True
+            )
+
+    @staticmethod
+    def _write_batch(
+        col: Any, *, ids: list[str], embeddings: np.ndarray, documents: list[str], metadatas: list[dict[str, Any]]
+    ) -> None:
+        old = col.get(ids=ids, include=["metadatas"])
+        stale = {rid: m or {} for rid, m in zip(old["ids"], old["metadatas"] or [])}
+        metas = [dict(m) for m in metadatas]
+        for rid, meta in zip(ids, metas):
+            for key in stale.get(rid, {}).keys() - meta.keys():
+                meta[key] = None  # Chroma merges metadata on upsert; None deletes a stale key
+        col.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metas)
+
+    def query(self, collection: str, embedding: np.ndarray, k: int, where: Where) -> list[StoreHit]:
+        """The ``k`` records most similar to ``embedding`` matching ``where``, best first.
+
+        ``similarity`` is ``1 - cosine distance``. Asking for more than the
+        collection holds returns what there is; an empty or missing collection
+        returns ``[]``.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise InvalidInputError(f"k={k!r} must be an integer")
+        q = np.asarray(embedding, dtype=np.float32)
+        if q.ndim == 2 and q.shape[0] == 1:
+            q = q[0]
+        if q.ndim != 1 or q.size == 0:
+            raise InvalidInputError(f"query embedding shape {q.shape} must be (dim,)")
+        if not np.isfinite(q).all():
+            raise InvalidInputError("query embedding contains NaN or infinite values")
+        flt = _compile(where, None)
+        if k <= 0 or flt.empty:
+            return []
+
+        def search(col: Any) -> list[StoreHit]:
+            n = col.count()
+            if n == 0:
+                return []
+            limit = min(int(k), n, len(flt.ids) if flt.ids is not None else n)
+            res = col.query(
+                query_embeddings=[q],
+                n_results=limit,
+                where=flt.where,
+                ids=list(flt.ids) if flt.ids is not None else None,
+                include=["documents", "metadatas", "distances"],
+            )
+            ids, docs = res["ids"][0], (res["documents"] or [[]])[0]
+            metas, dists = (res["metadatas"] or [[]])[0], (res["distances"] or [[]])[0]
+            hits = [StoreHit(_to_record(i, d, m), float(1.0 - dist)) for i, d, m, dist in zip(ids, docs, metas, dists)]
+            hits.sort(key=lambda h: -h.similarity)
+            return hits
+
+        return self._run(f"query {collection!r}", lambda: self._with(collection, False, search, []))
+
+    def get(
+        self,
+        collection: str,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Where | None = None,
+        include_embeddings: bool = False,
+    ) -> Batch:
+        """Records by id and/or filter, paged through in chunks of 5000.
+
+        With ``ids``, records come back in the order of ``ids`` (unknown ids are
+        skipped); otherwise in storage order. ``embeddings`` (when asked for) is
+        a float32 array whose row i belongs to ``records[i]``.
+        """
+        flt = _compile(where, ids)
+        empty = Batch([], np.zeros((0, 0), dtype=np.float32) if include_embeddings else None)
+        if flt.empty:
+            return empty
+        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
+
+        def read(col: Any) -> Batch:
+            rows: list[tuple[str, Any, Any]] = []
+            vecs: list[Any] = []
+
+            def take(res: Mapping[str, Any]) -> int:
+                got = res["ids"]
+                rows.extend(zip(got, res["documents"] or [None] * len(got), res["metadatas"] or [None] * len(got)))
+                if include_embeddings and len(got):
+                    vecs.append(np.asarray(res["embeddings"], dtype=np.float32))
+                return len(got)
+
+            if flt.ids is not None:
+                for chunk in _chunks(flt.ids, _PAGE):
+                    take(col.get(ids=list(chunk), where=flt.where, include=include))
+            else:
+                offset = 0
+                while take(col.get(where=flt.where, limit=_PAGE, offset=offset, include=include)) == _PAGE:
+                    offset += _PAGE
+            records = [_to_record(i, d, m) for i, d, m in rows]
+            emb = None
+            if include_embeddings:
+                emb = np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
+            if flt.ids is not None and len(records) > 1:
+                rank = {rid: n for n, rid in enumerate(flt.ids)}
+                order = sorted(range(len(records)), key=lambda n: rank[records[n].id])
+                records = [records[n] for n in order]
+                if emb is not None:
+                    emb = emb[order]
+            return Batch(records, emb)
+
+        return self._run(f"get from {collection!r}", lambda: self._with(collection, False, read, empty))
+
+    def delete(self, collection: str, *, ids: Sequence[str] | None = None, where: Where | None = None) -> int:
+        """Delete by id and/or filter; returns how many records were removed.
+
+        Raises:
+            InvalidInputError: Neither ``ids`` nor ``where`` given (refuses to
+                empty a whole collection by accident).
+        """
+        if ids is None and where is None:
+            raise InvalidInputError("delete needs ids or where; refusing to delete a whole collection")
+        flt = _compile(where, ids)
+        if flt.empty:
+            return 0
+
+        def remove(col: Any) -> int:
+            found = self._matching_ids(col, flt)
+            for chunk in _chunks(found, _PAGE):
+                col.delete(ids=list(chunk))
+            return len(found)
+
+        return self._run(f"delete from {collection!r}", lambda: self._with(collection, False, remove, 0), write=True)
+
+    def count(self, collection: str, where: Where | None = None) -> int:
+        """Number of records matching ``where`` (all records when ``where`` is empty)."""
+        flt = _compile(where, None)
+        if flt.empty:
+            return 0
+
+        def tally(col: Any) -> int:
+            if flt.where is None and flt.ids is None:
+                return int(col.count())
+            return len(self._matching_ids(col, flt))
+
+        return self._run(f"count {collection!r}", lambda: self._with(collection, False, tally, 0))

@@ -1,0 +1,190 @@
+"""Shared fixtures: the real embedding model and real Chroma (embedded and server).
+
+Heavy imports (chromadb, sentence-transformers) happen inside the fixtures so
+that collecting the fast unit tests stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Nothing in the test suite may reach the Hugging Face hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SERVER_START_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ChromaServer:
+    """A real ``chroma run`` subprocess that tests can stop, kill and restart.
+
+    The data directory and port survive :meth:`restart`, so a restarted
+    server serves the same data at the same URL.
+    """
+
+    def __init__(self, path: Path, port: int | None = None) -> None:
+        self.path = Path(path)
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = self.path.parent / f"{self.path.name}-chroma-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ChromaServer:
+        """Start the server and wait until its heartbeat answers."""
+        if self.alive():
+            return self
+        exe = shutil.which("chroma")
+        if exe is None:
+            pytest.skip("the `chroma` executable (chromadb CLI) is not on PATH")
+        self.path.mkdir(parents=True, exist_ok=True)
+        # Log to a file, not a pipe: nobody reads a pipe, and a full one would block the server.
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [exe, "run", "--path", str(self.path), "--port", str(self.port), "--host", "127.0.0.1"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+            )
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"chroma server exited with {self.proc.returncode}: {self.log_tail()}")
+            if self.heartbeat():
+                return self
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"chroma server at {self.url} not up after {SERVER_START_TIMEOUT_S}s: {self.log_tail()}")
+
+    def heartbeat(self) -> bool:
+        """True when the server answers its heartbeat endpoint."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1.0) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Graceful stop (SIGTERM), then SIGKILL if it does not exit."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+        self.proc = None
+
+    def kill(self) -> None:
+        """Crash-like stop (SIGKILL), as in a server dying mid-conversation."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10.0)
+        self.proc = None
+
+    def restart(self, *, hard: bool = False) -> ChromaServer:
+        """Stop (or kill when ``hard``) and start again on the same path and port."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return "<no log>"
+
+
+class ChromaServerFactory:
+    """Starts servers on demand; every server is stopped at teardown."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.servers: list[ChromaServer] = []
+
+    def __call__(self, path: Path | None = None, port: int | None = None, *, start: bool = True) -> ChromaServer:
+        server = ChromaServer(path or self.root / f"server{len(self.servers)}", port)
+        self.servers.append(server)
+        return server.start() if start else server
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a real Chroma server shared by the whole session.
+
+    Tests isolate themselves with a unique ``namespace``; never kill this one
+    (use ``chroma_server_factory`` for that).
+    """
+    server = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "data")
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def chroma_server_factory(tmp_path: Path) -> Iterator[ChromaServerFactory]:
+    """Start private servers that a test may stop, kill and restart."""
+    factory = ChromaServerFactory(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+@pytest.fixture(scope="session")
+def st_embedder() -> Any:
+    """The real SentenceTransformerEmbedder (bundled all-MiniLM-L6-v2), loaded once."""
+    pytest.importorskip("sentence_transformers")
+    from chatrecall.adapters.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+def embedded_store(tmp_path: Path) -> Iterator[Any]:
+    """A ChromaStore on a fresh embedded PersistentClient."""
+    pytest.importorskip("chromadb")
+    from chatrecall.adapters.chroma import ChromaStore
+
+    store = ChromaStore(path=tmp_path / "chroma")
+    try:
+        yield store
+    finally:
+        store.close()
