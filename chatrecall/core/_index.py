@@ -215,6 +215,7 @@ class UserIndex:
         frontier, fscore = seeds.astype(np.int64), seed_scores.astype(np.float32)
         for h in range(1, depth + 1):
             parts = [self._prev[frontier], self._next[frontier]]
+            srcs = [frontier, frontier]
             sparts = [fscore * decay, fscore * decay]
             # Shared rare entities: common ones (speaker names) would link everything.
             for p, s in zip(frontier[:16].tolist(), fscore[:16].tolist()):
@@ -222,10 +223,15 @@ class UserIndex:
                     plist = self._ent.get(key)
                     if plist and len(plist) <= self.max_entity_fanout:
                         parts.append(np.asarray(plist, dtype=np.int64))
+                        srcs.append(np.full(len(plist), p, dtype=np.int64))
                         sparts.append(np.full(len(plist), s * decay * 0.6, dtype=np.float32))
             nb = np.concatenate(parts)
+            src = np.concatenate(srcs)
             sc = np.concatenate(sparts)
-            ok = nb >= 0
+            # New nodes only; a seed counts when another seed reaches it in one hop.
+            ok = (nb >= 0) & (nb != src)
+            seen = hops[np.where(ok, nb, 0)]
+            ok &= (seen < 0) | ((seen == 0) & (h == 1))
             nb, sc = nb[ok], sc[ok]
             if nb.size == 0:
                 break

@@ -1,0 +1,121 @@
+"""UserIndex: BM25, entity index with alias folding, co-occurrence, NEXT edges, BFS; chunking; tokens."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from chatrecall.core import ApproxTokenCounter, ConfigError, RegexEntityExtractor, Record, UserIndex, as_token_counter
+from chatrecall.core._format import chunk_text
+from chatrecall.core._index import tokenize
+from chatrecall.core._tokens import truncate_to_tokens
+
+EXTRACT = RegexEntityExtractor()
+
+
+def rec(i: int, text: str, session: str = "s", ts: float | None = None) -> Record:
+    keys = tuple(dict.fromkeys(e.key for e in EXTRACT.extract(text)))
+    return Record(id=f"r{i}", text=text, user_id="u", session_id=session, role="user",
+                  timestamp=ts if ts is not None else 1000.0 + i, seq=i, entities=keys)
+
+
+def build(texts: list[str], sessions: list[str] | None = None) -> UserIndex:
+    idx = UserIndex(dim=4)
+    recs = [rec(i, t, (sessions or ["s"] * len(texts))[i]) for i, t in enumerate(texts)]
+    idx.add(recs, np.eye(4, dtype=np.float32)[[i % 4 for i in range(len(texts))]])
+    return idx
+
+
+def test_bm25_matches_reference_formula() -> None:
+    texts = ["postgres database migration", "cheese catalogue", "postgres postgres tuning tips", "hello"]
+    idx = build(texts)
+    got = idx.bm25("postgres tuning")
+    docs = [tokenize(t) for t in texts]
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+    want = []
+    for d in docs:
+        s = 0.0
+        for term in tokenize("postgres tuning"):
+            df = sum(term in x for x in docs)
+            if df == 0:
+                continue
+            tf = d.count(term)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(d) / avgdl))
+        want.append(s)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert int(np.argmax(got)) == 2 and got[1] == 0
+
+
+def test_entity_index_folds_case_and_plural_and_finds_related() -> None:
+    idx = build([
+        "TriBridConfig sets the MTU for Zanzibar",
+        "TRIBRIDCONFIGS are loaded at start",
+        "Zanzibar launch is on Friday",
+        "unrelated text",
+    ])
+    key = EXTRACT.extract("TriBridConfig")[0].key
+    scores, related = idx.entity_scores([key])
+    assert scores[0] > 0 and scores[3] == 0
+    assert scores[1] > 0, "plural/lower-case alias must fold to the same key"
+    assert "zanzibar" in related
+    assert 0 < scores[2] < scores[0], "memories of co-occurring entities score, less than direct ones"
+
+
+def test_next_edges_and_bfs_depth() -> None:
+    idx = build([f"turn {i}" for i in range(6)] + ["other session"], sessions=["a"] * 6 + ["b"])
+    g1, hops1 = idx.neighbours(np.array([2]), np.array([1.0], dtype=np.float32), depth=1)
+    assert set(np.flatnonzero(g1 > 0)) == {1, 3}
+    g3, hops3 = idx.neighbours(np.array([2]), np.array([1.0], dtype=np.float32), depth=3)
+    assert set(np.flatnonzero(g3 > 0)) == {0, 1, 3, 4, 5}
+    assert hops3[5] == 3 and hops3[6] == -1, "BFS stays inside the session graph"
+    assert g3[1] > g3[0], "score decays with hops"
+
+
+def test_out_of_order_inserts_are_linked_by_time() -> None:
+    idx = UserIndex(dim=4)
+    idx.add([rec(0, "late", ts=30.0), rec(1, "early", ts=10.0), rec(2, "middle", ts=20.0)],
+            np.zeros((3, 4), dtype=np.float32))
+    order = [idx.records[p].text for p in idx.session_positions("s")]
+    assert order == ["early", "middle", "late"]
+
+
+def test_remove_rebuilds_everything() -> None:
+    idx = build(["Marie visits Lyon", "Lyon cheese shops", "Paris trip"])
+    assert idx.remove(["r0"]) == 1
+    assert "r0" not in idx and len(idx) == 2
+    scores, _ = idx.entity_scores(["marie"])
+    assert not scores.any()
+    assert idx.bm25("marie").sum() == 0
+
+
+def test_recency_half_life() -> None:
+    idx = build(["a", "b"])
+    r = idx.recency(now=1001.0 + 100.0, half_life_s=100.0)
+    assert r[1] == pytest.approx(0.5, rel=1e-4)
+    assert r[0] < r[1]
+
+
+def test_chunking_overlaps_and_respects_size() -> None:
+    text = " ".join(f"Sentence number {i} talks about topic {i}." for i in range(100))
+    chunks = list(chunk_text(text, max_words=50, overlap_words=12))
+    assert len(chunks) > 5
+    assert all(len(c.split()) <= 50 for c in chunks)
+    assert chunks[0].split(".")[-2].strip() in chunks[1], "consecutive chunks overlap"
+    giant = "word " * 500
+    assert all(len(c.split()) <= 50 for c in chunk_text(giant, max_words=50))
+
+
+def test_token_counters() -> None:
+    c = ApproxTokenCounter()
+    assert c.count("hello world") == 2
+    assert c.count("") == 0
+    assert c.count("supercalifragilisticexpialidocious") > 1
+    assert as_token_counter(lambda s: 7).count("x") == 7
+    assert as_token_counter(str.split).count("a b c") == 3  # callables returning token lists
+    with pytest.raises(ConfigError, match="token_counter=42"):
+        as_token_counter(42)
+    text, cut = truncate_to_tokens("one two three four five six", 3, c)
+    assert cut and c.count(text) <= 3
