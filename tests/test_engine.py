@@ -486,3 +486,15 @@ def test_topk_helper_is_exact() -> None:
     rng = np.random.default_rng(0)
     x = rng.random(1000).astype(np.float32)
     assert list(_topk(x, 10)) == list(np.argsort(-x)[:10])
+
+
+def test_knowledge_question_naming_a_remembered_entity_searches_both(cr: ChatRecall, clock: Clock) -> None:
+    _seed(cr, clock)
+    cr.add_documents(["ECONNREFUSED is returned when no process listens on the target port."])
+    res = cr.retrieve("Why does ECONNREFUSED happen?", user_id="alice")
+    assert res.gate.route is Route.CORPUS
+    assert any("from memory" in n for n in res.notes)
+    assert res.memories and res.passages
+    # an unknown entity stays corpus-only
+    res2 = cr.retrieve("What does TriBridConfig do?", user_id="alice")
+    assert not res2.memories

@@ -780,6 +780,7 @@ class ChatRecall:
         st: _UserState | None = None
         pins: list[Pin] = []
         recent: tuple[ScoredItem, ...] = ()
+        entities: list[Entity] = []
         t = time.perf_counter()
         try:
             st = self._state(user_id)
@@ -804,14 +805,22 @@ class ChatRecall:
             notes.append("correction: memory pass forced")
         timings["state"] = (time.perf_counter() - t) * 1e3
 
+        if taken is Route.CORPUS and route is None and st is not None:
+            # A knowledge question about something the user's memories name
+            # ("why did parse_notes() fail?") needs both sources: a dict lookup, no search.
+            entities = self.extractor.extract(message)
+            with st.lock:
+                hits = st.index.known(e.key for e in entities if e.kind in _ANCHOR_KINDS)
+            if hits:
+                taken = Route.BOTH
+                notes.append(f"query names {hits[0]!r} from memory: searching memory too")
         memory_items: list[ScoredItem] = []
         corpus_items: list[ScoredItem] = []
         rejected: list[ScoredItem] = []
         search: _Search | None = None
-        entities: list[Entity] = []
         if taken is not Route.NONE:
             t = time.perf_counter()
-            entities = self.extractor.extract(message)
+            entities = entities or self.extractor.extract(message)
             qvec = self.embedder.embed_query(message)
             timings["embed"] = (time.perf_counter() - t) * 1e3
             exclude = frozenset(r.id for r in recent)

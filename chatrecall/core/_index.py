@@ -306,6 +306,10 @@ class UserIndex:
                     scores = np.maximum(scores, np.where(scores > 0, scores, rel))
         return np.minimum(scores, 1.0), related
 
+    def known(self, keys: Iterable[str]) -> list[str]:
+        """The keys among ``keys`` that some indexed memory mentions."""
+        return [k for k in keys if k in self._ent]
+
     def recency(self, now: float, half_life_s: float) -> np.ndarray:
         """exp(-ln2 * age / half_life) per position, 1.0 for the newest possible."""
         age = np.maximum(now - self.timestamps, 0.0)
