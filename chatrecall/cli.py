@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -64,10 +65,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     args.namespace = args.namespace if args.namespace != "chatrecall" else "chatrecall_demo"
     cr = _engine(args)
     user = sample["user_id"]
-    try:
-        cr.forget(user)
-    except NotFoundError:
-        pass
+    with contextlib.suppress(NotFoundError):
+        cr.forget(user)  # start from the same state on every run
     cr.add_many([Turn(user_id=user, **t) for t in sample["turns"]])
     cr.add_documents(sample["documents"], user_id=user)
     for p in sample["pins"]:

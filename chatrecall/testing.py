@@ -6,17 +6,20 @@ Example:
     >>> cr = ChatRecall(store=InMemoryStore(), embedder=HashEmbedder())
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from .core._engine import ChatRecall
 from .core._fakes import HashEmbedder
 from .core._memstore import InMemoryStore
 
 
-def fake_engine(**kwargs: object) -> "ChatRecall":
+def fake_engine(**kwargs: Any) -> ChatRecall:
     """A ChatRecall on an in-memory store and the hash embedder (fast, no I/O)."""
-    from .core import ChatRecall
-
     kwargs.setdefault("store", InMemoryStore())
     kwargs.setdefault("embedder", HashEmbedder())
-    return ChatRecall(**kwargs)  # type: ignore[arg-type]
+    return ChatRecall(**kwargs)
 
 
 __all__ = ["HashEmbedder", "InMemoryStore", "fake_engine"]

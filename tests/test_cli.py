@@ -40,7 +40,8 @@ def test_demo_runs_on_embedded_default(tmp_path: Path) -> None:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, st_embedder: Any) -> Callable[..., tuple[int, str]]:
     """Run the CLI in-process on real Chroma, sharing the session's loaded model."""
-    from chatrecall import ChatRecall, _connect, cli as cli_mod
+    from chatrecall import ChatRecall, _connect
+    from chatrecall import cli as cli_mod
     from chatrecall.adapters.chroma import ChromaStore
 
     def connect(*, path: Any = None, url: Any = None, namespace: str = "chatrecall", **kw: Any) -> ChatRecall:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from chatrecall.core import ApproxTokenCounter, ConfigError, RegexEntityExtractor, Record, UserIndex, as_token_counter
+from chatrecall.core import ApproxTokenCounter, ConfigError, Record, RegexEntityExtractor, UserIndex, as_token_counter
 from chatrecall.core._format import chunk_text
 from chatrecall.core._index import tokenize
 from chatrecall.core._tokens import truncate_to_tokens

@@ -1,5 +1,6 @@
 """chatrecall core: all logic, numpy and the standard library only."""
 
+from ._batch import Batch
 from ._budget import Selection, budget_for, select_items
 from ._classifier import classify_query
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits
@@ -14,7 +15,6 @@ from ._errors import (
     StoreError,
     StoreUnavailableError,
 )
-from ._batch import Batch
 from ._fakes import HashEmbedder
 from ._gate import Gate, GateConfig, GatePattern
 from ._index import UserIndex

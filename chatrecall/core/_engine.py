@@ -18,7 +18,6 @@ from ._classifier import STRATEGY_FOR, classify_query
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits
 from ._entities import RegexEntityExtractor
 from ._errors import (
-    ChatRecallError,
     ConfigError,
     InvalidInputError,
     NotFoundError,
@@ -718,7 +717,7 @@ class ChatRecall:
         # "that function" / "is it treatable": the hit must mention the head noun
         # (or, for a bare pronoun, at least carry an entity it can refer to).
         conts = [r.match for r in gate.reasons if r.category == "continuity"]
-        heads = [h for h in (tokenize(m)[-1:] for m in conts) for h in h]
+        heads = [tokenize(m)[-1] for m in conts if tokenize(m)]
         for it in items:
             low = it.text.casefold()
             head = next((h for h in heads if h in low), None)

@@ -21,12 +21,7 @@ __all__ = ["UserIndex", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|\d+", re.UNICODE)
 _STOP = frozenset(
-    """a an the and or but if then so of to in on at by for with from as is are was were be been being am
-    i me my mine we us our you your yours he him his she her hers it its they them their this that these those
-    do does did doing have has had having not no yes can could would should will shall may might must
-    what which who whom whose when where why how there here about into over under again very just also
-    than too only own same such up down out off all any both each few more most other some s t don
-    let lets let's i'm it's that's you're we're""".split()
+    ["a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "am", "i", "me", "my", "mine", "we", "us", "our", "you", "your", "yours", "he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "this", "that", "these", "those", "do", "does", "did", "doing", "have", "has", "had", "having", "not", "no", "yes", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "there", "here", "about", "into", "over", "under", "again", "very", "just", "also", "than", "too", "only", "own", "same", "such", "up", "down", "out", "off", "all", "any", "both", "each", "few", "more", "most", "other", "some", "s", "t", "don", "let", "lets", "let's", "i'm", "it's", "that's", "you're", "we're"]
 )
 
 

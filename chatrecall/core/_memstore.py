@@ -72,7 +72,7 @@ class InMemoryStore:
                 return
             col = self._col(collection, emb.shape[1])
             assert col is not None
-            new_rows = []
+            new_rows: list[tuple[Record, np.ndarray]] = []
             for rec, vec in zip(records, emb):
                 i = col.pos.get(rec.id)
                 if i is None:

@@ -33,10 +33,10 @@ __all__ = [
     "Where",
 ]
 
-Scalar = Union[str, int, float, bool]
+Scalar = Union[str, int, float, bool]  # noqa: UP007 (a runtime alias: py3.10 needs Union)
 #: A store filter: a conjunction of ``field == value`` (scalar) or
 #: ``field in values`` (tuple). Filters are data, never strings.
-Where = Mapping[str, Union[Scalar, tuple[Scalar, ...]]]
+Where = Mapping[str, Scalar | tuple[Scalar, ...]]
 
 COLLECTION_MEMORIES = "memories"
 COLLECTION_PINS = "pins"

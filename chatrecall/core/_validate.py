@@ -84,7 +84,7 @@ def check_metadata(value: Any, limits: StoreLimits) -> Mapping[str, Scalar]:
             raise InvalidInputError(f"metadata key {_short(k)} must be a non-empty str of at most 128 chars")
         if k.startswith("$") or k in _RESERVED or any(ord(c) < 32 for c in k):
             raise InvalidInputError(f"metadata key {k!r} is reserved or looks like a filter operator")
-        if isinstance(v, bool) or isinstance(v, int) or isinstance(v, str):
+        if isinstance(v, (bool, int, str)):
             if isinstance(v, str) and len(v) > limits.max_text_chars:
                 raise InvalidInputError(f"metadata[{k!r}] is too long ({len(v):,} characters)")
             if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**63 - 1:
