@@ -21,6 +21,7 @@ from ._index import UserIndex
 from ._memstore import InMemoryStore
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
+from ._rerank import Candidate, rerank
 from ._tokens import ApproxTokenCounter, as_token_counter
 from ._types import (
     Entity,
@@ -42,6 +43,7 @@ __all__ = [
     "ApproxTokenCounter",
     "Batch",
     "BudgetConfig",
+    "Candidate",
     "ChatRecall",
     "ChatRecallError",
     "ConfigError",
@@ -83,5 +85,6 @@ __all__ = [
     "budget_for",
     "classify_query",
     "fold_key",
+    "rerank",
     "select_items",
 ]

@@ -1,0 +1,760 @@
+"""LlamaIndex adapter: retriever, chat memory, memory block, node postprocessor, embeddings.
+
+Everything here converts between LlamaIndex types (``NodeWithScore``,
+``ChatMessage``, ``QueryBundle``) and chatrecall's, then calls the core; the
+gate, hybrid scoring, pins and token budget all live in :mod:`chatrecall.core`.
+
+* :class:`ChatRecallRetriever` - a ``BaseRetriever`` over a user's memories
+  (and the corpus), for ``RetrieverQueryEngine`` and friends.
+* :class:`ChatRecallMemory` - a ``BaseMemory`` for ``SimpleChatEngine``,
+  ``CondensePlusContextChatEngine`` and agents (``FunctionAgent``,
+  ``ReActAgent``): exact recent history plus a system message with the
+  user's pins and the gated, budgeted recall for the latest user message.
+* :class:`ChatRecallMemoryBlock` - a block for LlamaIndex's own ``Memory``:
+  messages flushed out of its FIFO go into chatrecall, recall comes back.
+* :class:`ChatRecallPostprocessor` - re-ranks nodes from any retriever with
+  chatrecall's hybrid score, near-duplicate suppression and token budget.
+* :class:`ChatRecallEmbedding` / :class:`LlamaIndexEmbedder` - use a
+  chatrecall embedder in LlamaIndex, or a LlamaIndex embedding in chatrecall.
+
+Example:
+    >>> from llama_index.core.llms import MockLLM
+    >>> from llama_index.core.query_engine import RetrieverQueryEngine
+    >>> from chatrecall.testing import fake_engine
+    >>> cr = fake_engine()
+    >>> _ = cr.add("We use Postgres for billing", user_id="u1", session_id="s1")
+    >>> qe = RetrieverQueryEngine.from_args(ChatRecallRetriever(cr, user_id="u1", mode="search"), llm=MockLLM())
+    >>> qe.query("Which database do we use for billing?").source_nodes[0].node.text
+    'We use Postgres for billing'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as _dt
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from chatrecall.core._engine import ChatRecall
+from chatrecall.core._errors import ConfigError, InvalidInputError, NotFoundError
+from chatrecall.core._format import format_context
+from chatrecall.core._protocols import Embedder
+from chatrecall.core._rerank import Candidate, rerank
+from chatrecall.core._types import Pin, RetrievalResult, ScoredItem, Turn
+
+from ._guard import require
+
+require("llama_index.core", "llamaindex", package="llama-index-core")
+
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr  # noqa: E402
+from llama_index.core.callbacks import CallbackManager  # noqa: E402
+from llama_index.core.llms import ChatMessage, MessageRole, TextBlock  # noqa: E402
+from llama_index.core.memory import BaseMemory, BaseMemoryBlock  # noqa: E402
+from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
+from llama_index.core.retrievers import BaseRetriever  # noqa: E402
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode  # noqa: E402
+
+__all__ = [
+    "ChatRecallEmbedding",
+    "ChatRecallMemory",
+    "ChatRecallMemoryBlock",
+    "ChatRecallPostprocessor",
+    "ChatRecallRetriever",
+    "LlamaIndexEmbedder",
+    "item_to_node",
+    "pin_to_node",
+    "result_to_nodes",
+]
+
+#: Diagnostic metadata: kept on the node for the caller, hidden from the LLM prompt and from embeddings.
+_DIAGNOSTIC_KEYS = (
+    "source",
+    "score",
+    "components",
+    "tier",
+    "why",
+    "route",
+    "reasons",
+    "gate",
+    "user_id",
+    "session_id",
+    "role",
+    "timestamp",
+    "tokens",
+)
+_RERANK_KEY = "chatrecall"
+_DEFAULT_ROLES = ("user", "assistant")
+
+
+# ====================================================================== conversions
+def _gate_fields(result: RetrievalResult | None) -> dict[str, Any]:
+    if result is None:
+        return {}
+    return {
+        "route": result.route.value,
+        "reasons": [f"{r.category}:{r.match!r}({r.weight:+.2f})" for r in result.gate.reasons],
+        "gate": result.gate.explain(),
+    }
+
+
+def item_to_node(item: ScoredItem, result: RetrievalResult | None = None) -> NodeWithScore:
+    """A chatrecall :class:`ScoredItem` as a LlamaIndex ``NodeWithScore``.
+
+    The node id is the record id; metadata carries ``source``, ``score``,
+    ``components``, ``tier``, ``why`` and, when ``result`` is given, the
+    ``route`` taken and the gate's ``reasons``. Those keys are excluded from
+    the LLM prompt and from embeddings; a corpus ``title`` stays visible.
+    """
+    md: dict[str, Any] = {
+        "source": item.source,
+        "score": item.score,
+        "components": dict(item.components),
+        "tier": item.tier,
+        "why": item.why,
+        "tokens": item.tokens,
+        **_gate_fields(result),
+    }
+    rec = item.record
+    if rec is not None:
+        md.update(user_id=rec.user_id, session_id=rec.session_id, role=rec.role, timestamp=rec.timestamp)
+        if "title" in rec.metadata:
+            md["title"] = rec.metadata["title"]
+    node = TextNode(
+        id_=item.id,
+        text=item.text,
+        metadata=md,
+        excluded_llm_metadata_keys=list(_DIAGNOSTIC_KEYS),
+        excluded_embed_metadata_keys=list(_DIAGNOSTIC_KEYS),
+    )
+    return NodeWithScore(node=node, score=item.score)
+
+
+def pin_to_node(pin: Pin, result: RetrievalResult | None = None) -> NodeWithScore:
+    """A pinned constraint as a node with score 1.0 and ``source="pin"``."""
+    md: dict[str, Any] = {
+        "source": "pin",
+        "score": 1.0,
+        "components": {},
+        "tier": "pin",
+        "why": "pinned constraint",
+        "tokens": pin.tokens,
+        "user_id": pin.user_id,
+        "session_id": pin.session_id,
+        "timestamp": pin.created_at,
+        **_gate_fields(result),
+    }
+    node = TextNode(
+        id_=pin.id,
+        text=pin.text,
+        metadata=md,
+        excluded_llm_metadata_keys=list(_DIAGNOSTIC_KEYS),
+        excluded_embed_metadata_keys=list(_DIAGNOSTIC_KEYS),
+    )
+    return NodeWithScore(node=node, score=1.0)
+
+
+def result_to_nodes(result: RetrievalResult, *, include_pins: bool = True) -> list[NodeWithScore]:
+    """Pins (first, when ``include_pins``) then the selected items of a :meth:`ChatRecall.retrieve` result."""
+    pins = [pin_to_node(p, result) for p in result.pins] if include_pins else []
+    return pins + [item_to_node(it, result) for it in result.items]
+
+
+def _message_text(message: ChatMessage | str | None) -> str:
+    if message is None:
+        return ""
+    if isinstance(message, str):
+        return message
+    return message.content or ""
+
+
+def _role(message: ChatMessage) -> str:
+    role = message.role
+    return role.value if isinstance(role, MessageRole) else str(role)
+
+
+def _last_user_text(messages: Sequence[ChatMessage] | None) -> str:
+    for m in reversed(messages or ()):
+        if _role(m) == MessageRole.USER.value:
+            text = _message_text(m)
+            if text.strip():
+                return text
+    return ""
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in ("search", "retrieve"):
+        raise ConfigError(f"mode={mode!r} is invalid: use 'search' (always rank memories) or 'retrieve' (gated)")
+    return mode
+
+
+def _check_engine(engine: Any) -> ChatRecall:
+    if not isinstance(engine, ChatRecall):
+        raise ConfigError(f"engine={engine!r} is invalid: pass a ChatRecall (e.g. chatrecall.connect())")
+    return engine
+
+
+# ====================================================================== retriever
+class ChatRecallRetriever(BaseRetriever):
+    """A LlamaIndex retriever over one user's chatrecall memories.
+
+    Example:
+        >>> from chatrecall.testing import fake_engine
+        >>> cr = fake_engine()
+        >>> _ = cr.add("We deploy with Helm", user_id="u1", session_id="s1")
+        >>> r = ChatRecallRetriever(cr, user_id="u1", mode="search")
+        >>> [n.node.text for n in r.retrieve("how do we deploy with Helm?")]
+        ['We deploy with Helm']
+
+    Args:
+        engine: The chatrecall engine.
+        user_id: Whose memories to read; nobody else's are ever returned.
+        session_id: In ``retrieve`` mode the current session (session pins,
+            correction follow-up); in ``search`` mode a filter restricting
+            the search to that session.
+        k: How many memories to rank (default: the engine's ``top_k``).
+        mode: ``retrieve`` (default): the gate decides whether and where to
+            search (memory, corpus, both or nothing), items are budgeted and
+            the user's pins come first; ``search``: always rank memories,
+            no gate, no budget, no pins.
+        strategy: Force a memory strategy (default: the query classifier).
+        include_pins: ``retrieve`` mode only: return pins as nodes.
+        budget_tokens: ``retrieve`` mode only: override the token budget.
+        callback_manager: LlamaIndex callbacks.
+
+    Nodes are ``TextNode`` with the record id and metadata ``source``,
+    ``score``, ``components``, ``tier``, ``why`` and (``retrieve`` mode)
+    ``route``, ``reasons``, ``gate``; none of these reach the LLM prompt.
+    """
+
+    def __init__(
+        self,
+        engine: ChatRecall,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        k: int | None = None,
+        mode: Literal["search", "retrieve"] = "retrieve",
+        strategy: str | None = None,
+        include_pins: bool = True,
+        budget_tokens: int | None = None,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        super().__init__(callback_manager=callback_manager)
+        self.engine = _check_engine(engine)
+        self.user_id = user_id
+        self.session_id = session_id
+        self.k = k
+        self.mode = _check_mode(mode)
+        self.strategy = strategy
+        self.include_pins = include_pins
+        self.budget_tokens = budget_tokens
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = query_bundle.query_str
+        if self.mode == "search":
+            items = self.engine.search(
+                query, user_id=self.user_id, k=self.k, strategy=self.strategy, session_id=self.session_id
+            )
+            return [item_to_node(it) for it in items]
+        result = self.engine.retrieve(
+            query,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            k=self.k,
+            strategy=self.strategy,
+            budget_tokens=self.budget_tokens,
+        )
+        return result_to_nodes(result, include_pins=self.include_pins)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # The engine is synchronous (numpy + store I/O): keep it off the event loop.
+        return await asyncio.to_thread(self._retrieve, query_bundle)
+
+
+# ====================================================================== memory block (new Memory class)
+class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
+    """A block for LlamaIndex's ``Memory``: long-term recall through chatrecall.
+
+    ``Memory`` keeps recent messages in its FIFO; messages it flushes out are
+    stored in chatrecall (user and assistant text by default). On every
+    ``Memory.get`` the block runs :meth:`ChatRecall.retrieve` for the latest
+    user message and returns its context block: the user's pins, the recent
+    window of flushed turns, and - when the gate asks for it - the relevant
+    memories and corpus passages, within the token budget.
+
+    Example:
+        >>> from llama_index.core.memory import Memory
+        >>> from chatrecall.testing import fake_engine
+        >>> block = ChatRecallMemoryBlock(engine=fake_engine(), user_id="u1")
+        >>> memory = Memory.from_defaults(session_id="s1", memory_blocks=[block])
+
+    Attributes:
+        engine: The chatrecall engine.
+        user_id: Whose memories are written and read.
+        session_id: chatrecall session; default: the ``Memory``'s ``session_id``.
+        k: Memories ranked per recall (default: the engine's ``top_k``).
+        budget_tokens: Override the engine's token budget.
+        store_roles: Roles of flushed messages that are stored.
+        last_result: The last :class:`RetrievalResult` (for explanations).
+    """
+
+    name: str = Field(default="chatrecall", description="The name/identifier of the memory block.")
+    description: str | None = Field(default="Pins and recalled memories from chatrecall.")
+    engine: Any = Field(exclude=True, description="The chatrecall engine (a ChatRecall).")
+    user_id: str
+    session_id: str | None = None
+    k: int | None = None
+    budget_tokens: int | None = None
+    store_roles: tuple[str, ...] = _DEFAULT_ROLES
+    _last: RetrievalResult | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        _check_engine(self.engine)  # after pydantic, so the caller gets our ConfigError, not a ValidationError
+
+    @property
+    def last_result(self) -> RetrievalResult | None:
+        return self._last
+
+    async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
+        session = self.session_id or block_kwargs.get("session_id")
+        query = _last_user_text(messages)
+        if not query:
+            pins = await asyncio.to_thread(self.engine.pins, self.user_id, session)
+            return format_context(pins, (), ())
+        result = await asyncio.to_thread(
+            self.engine.retrieve,
+            query,
+            user_id=self.user_id,
+            session_id=session,
+            k=self.k,
+            budget_tokens=self.budget_tokens,
+        )
+        self._last = result
+        return result.context
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        turns = []
+        for m in messages:
+            text = _message_text(m)
+            role = _role(m)
+            if role not in self.store_roles or not text.strip():
+                continue
+            session = self.session_id or m.additional_kwargs.get("session_id") or "default"
+            turns.append(Turn(text=text, user_id=self.user_id, session_id=str(session), role=role))
+        if turns:
+            await asyncio.to_thread(self.engine.add_many, turns)
+
+
+# ====================================================================== BaseMemory (chat engines, agents)
+class ChatRecallMemory(BaseMemory):
+    """Chat memory for LlamaIndex chat engines and agents, backed by chatrecall.
+
+    ``put`` keeps the exact message (tool calls included) in the session's
+    history and stores user/assistant text in chatrecall. ``get`` returns a
+    system message with the user's pins and what chatrecall recalls for the
+    latest user message (gated: small talk recalls nothing; budgeted;
+    memories already visible in the returned history are left out),
+    followed by the most recent history within ``token_limit``.
+
+    Example:
+        >>> from llama_index.core.chat_engine import SimpleChatEngine
+        >>> from llama_index.core.llms import MockLLM
+        >>> from chatrecall.testing import fake_engine
+        >>> memory = ChatRecallMemory.from_defaults(engine=fake_engine(), user_id="u1", session_id="s1")
+        >>> chat = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
+        >>> _ = chat.chat("We use Postgres for billing")
+
+    Attributes:
+        engine: The chatrecall engine.
+        user_id: Whose memories are written and read.
+        session_id: The conversation.
+        token_limit: Token cap of the history returned by ``get`` (counted
+            with the engine's token counter; the last message is always kept).
+        k: Memories ranked per recall (default: the engine's ``top_k``).
+        budget_tokens: Override the engine's token budget of pins + recall.
+        store_roles: Roles whose text is stored in chatrecall.
+        insert: ``system`` (default): pins and recall go in a system message
+            before the history; ``user``: they are prepended to (a copy of)
+            the latest user message. Use ``user`` with ``ReActAgent``, which
+            replaces a leading system message with its own prompt.
+        last_result: The last :class:`RetrievalResult` (for explanations).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: Any = Field(exclude=True, description="The chatrecall engine (a ChatRecall).")
+    user_id: str
+    session_id: str
+    token_limit: int = 3000
+    k: int | None = None
+    budget_tokens: int | None = None
+    store_roles: tuple[str, ...] = _DEFAULT_ROLES
+    insert: str = "system"
+    _messages: list[ChatMessage] = PrivateAttr(default_factory=list)
+    _ids: list[str | None] = PrivateAttr(default_factory=list)
+    _lock: Any = PrivateAttr(default_factory=threading.RLock)
+    _last: RetrievalResult | None = PrivateAttr(default=None)
+    _cache_key: tuple[str, int] | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        # Checked after pydantic, so the caller gets our ConfigError, not a ValidationError.
+        _check_engine(self.engine)
+        if not isinstance(self.token_limit, int) or self.token_limit < 1:
+            raise ConfigError(f"token_limit={self.token_limit!r} is invalid: must be an int >= 1")
+        if self.insert not in ("system", "user"):
+            raise ConfigError(f"insert={self.insert!r} is invalid: use 'system' or 'user'")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChatRecallMemory"
+
+    @classmethod
+    def from_defaults(  # type: ignore[override]
+        cls,
+        *,
+        engine: ChatRecall | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        chat_history: Sequence[ChatMessage] | None = None,
+        **kwargs: Any,
+    ) -> ChatRecallMemory:
+        """Build the memory; ``chat_history`` seeds the session (and is stored).
+
+        Raises:
+            ConfigError: ``engine``, ``user_id`` or ``session_id`` is missing.
+        """
+        for name, value in (("engine", engine), ("user_id", user_id), ("session_id", session_id)):
+            if value is None:
+                raise ConfigError(f"{name}=None is invalid: ChatRecallMemory.from_defaults needs {name}")
+        memory = cls(engine=engine, user_id=user_id, session_id=session_id, **kwargs)
+        if chat_history:
+            memory.set(list(chat_history))
+        return memory
+
+    @property
+    def last_result(self) -> RetrievalResult | None:
+        return self._last
+
+    # ------------------------------------------------------------------ write
+    def _store(self, message: ChatMessage) -> str | None:
+        text = _message_text(message)
+        role = _role(message)
+        if role not in self.store_roles or not text.strip():
+            return None
+        return self.engine.add(text, user_id=self.user_id, session_id=self.session_id, role=role)
+
+    def put(self, message: ChatMessage) -> None:
+        """Append ``message`` to the history and store its text in chatrecall."""
+        with self._lock:
+            rid = self._store(message)
+            self._messages.append(message)
+            self._ids.append(rid)
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Replace the history (stored text is kept: chatrecall deduplicates by content)."""
+        with self._lock:
+            ids = [self._store(m) for m in messages]
+            self._messages = list(messages)
+            self._ids = ids
+            self._cache_key = None
+
+    def reset(self) -> None:
+        """Clear the history and forget the session in chatrecall (memories and session pins)."""
+        with self._lock:
+            self._messages, self._ids = [], []
+            self._cache_key, self._last = None, None
+            with contextlib.suppress(NotFoundError):  # nothing stored yet: already forgotten
+                self.engine.forget(self.user_id, self.session_id)
+
+    # ------------------------------------------------------------------ read
+    def get_all(self) -> list[ChatMessage]:
+        """The whole history of the session, as put."""
+        with self._lock:
+            return list(self._messages)
+
+    def _window(self, initial_token_count: int) -> int:
+        """Start index of the newest history that fits ``token_limit``.
+
+        The window never starts on an assistant or tool message: a tool
+        result without its call (or a reply without its question) confuses
+        LLM APIs, so those are dropped with the message before them.
+        """
+        msgs = self._messages
+        limit = self.token_limit - max(int(initial_token_count), 0)
+        count = self.engine.token_counter.count
+        start, used = len(msgs), 0
+        while start > 0:
+            cost = count(_message_text(msgs[start - 1]))
+            if start < len(msgs) and used + cost > limit:
+                break
+            used += cost
+            start -= 1
+        while start < len(msgs) - 1 and _role(msgs[start]) in (MessageRole.ASSISTANT.value, MessageRole.TOOL.value):
+            start += 1
+        return start
+
+    def get(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:  # noqa: A002
+        """A system message with pins + recall (when any), then the recent history.
+
+        Args:
+            input: The new user message when the caller has not ``put`` it yet
+                (``CondensePlusContextChatEngine``, agents); otherwise the
+                latest user message in the history is the query.
+            initial_token_count: Tokens the caller already spends (prefix
+                messages); taken off ``token_limit``.
+        """
+        with self._lock:
+            start = self._window(kwargs.get("initial_token_count", 0))
+            history = self._messages[start:]
+            visible = {i for i in self._ids[start:] if i is not None}
+            query = _message_text(input) if input is not None else _last_user_text(self._messages)
+            n_user = sum(1 for m in self._messages if _role(m) == MessageRole.USER.value)
+            key = (query, n_user)
+            if query.strip() and (self._last is None or self._cache_key != key):
+                # An agent calls get() once per tool step: recall once per user turn.
+                self._last = self.engine.retrieve(
+                    query, user_id=self.user_id, session_id=self.session_id, k=self.k, budget_tokens=self.budget_tokens
+                )
+                self._cache_key = key
+            if query.strip() and self._last is not None:
+                pins: Sequence[Pin] = self._last.pins
+                items = [it for it in self._last.items if it.id not in visible]
+            else:
+                pins, items = self.engine.pins(self.user_id, self.session_id), []
+        context = format_context(pins, (), items)
+        if not context:
+            return history
+        if self.insert == "system":
+            return [ChatMessage(role=MessageRole.SYSTEM, content=context), *history]
+        for i in range(len(history) - 1, -1, -1):
+            m = history[i]
+            if _role(m) == MessageRole.USER.value:
+                # A copy: the stored message must stay as the user wrote it.
+                merged = ChatMessage(role=m.role, blocks=[TextBlock(text=context + "\n\n"), *m.blocks],
+                                     additional_kwargs=dict(m.additional_kwargs))
+                return [*history[:i], merged, *history[i + 1:]]
+        return [*history, ChatMessage(role=MessageRole.USER, content=context)]
+
+
+# ====================================================================== embeddings
+class ChatRecallEmbedding(BaseEmbedding):
+    """A chatrecall :class:`Embedder` (e.g. the bundled MiniLM) as a LlamaIndex embedding model.
+
+    Example:
+        >>> from chatrecall.testing import HashEmbedder
+        >>> emb = ChatRecallEmbedding(embedder=HashEmbedder(dim=32))
+        >>> len(emb.get_query_embedding("hello"))
+        32
+    """
+
+    embedder: Any = Field(exclude=True, description="A chatrecall Embedder.")
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        if not isinstance(self.embedder, Embedder):
+            raise ConfigError(f"embedder={self.embedder!r} is invalid: pass a chatrecall Embedder")
+        if self.model_name == "unknown":
+            self.model_name = f"chatrecall:{type(self.embedder).__name__}"
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChatRecallEmbedding"
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [float(x) for x in np.asarray(self.embedder.embed_query(query)).tolist()]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return await asyncio.to_thread(self._get_query_embedding, query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return np.asarray(self.embedder.embed_documents(texts), dtype=np.float32).tolist()  # type: ignore[no-any-return]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+
+class LlamaIndexEmbedder:
+    """A LlamaIndex embedding model as a chatrecall :class:`Embedder` (rows L2-normalised).
+
+    Example:
+        >>> from llama_index.core.embeddings import MockEmbedding
+        >>> LlamaIndexEmbedder(MockEmbedding(embed_dim=8)).dim
+        8
+    """
+
+    def __init__(self, embedding: BaseEmbedding) -> None:
+        if not isinstance(embedding, BaseEmbedding):
+            raise ConfigError(f"embedding={embedding!r} is invalid: pass a LlamaIndex BaseEmbedding")
+        self.embedding = embedding
+        self._dim: int | None = None
+
+    @staticmethod
+    def _unit(mat: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(mat, axis=-1, keepdims=True)
+        return (mat / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed_query("dimension probe").shape[0])
+        return self._dim
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._unit(np.asarray(self.embedding.get_text_embedding_batch(list(texts)), dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vec = self._unit(np.asarray(self.embedding.get_query_embedding(text), dtype=np.float32))
+        self._dim = int(vec.shape[0])
+        return vec
+
+
+# ====================================================================== node postprocessor
+def _timestamp(node: BaseNode, key: str) -> float | None:
+    value = node.metadata.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = _dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInputError(
+                f"node {node.node_id!r}: metadata[{key!r}]={value!r} is not an ISO date or unix time"
+            ) from None
+    if isinstance(value, _dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)).timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise InvalidInputError(f"node {node.node_id!r}: metadata[{key!r}]={value!r} is not a timestamp")
+
+
+class ChatRecallPostprocessor(BaseNodePostprocessor):
+    """Re-rank nodes from any retriever with chatrecall's hybrid score, diversity and budget.
+
+    Each node is scored on relevance (cosine via ``embedder``, else the
+    upstream score), BM25 keyword evidence over the retrieved set, entity
+    overlap with the query and, when nodes carry ``metadata[timestamp_key]``,
+    recency; then near-duplicates are dropped and the rest cut to
+    ``top_n`` and ``budget_tokens`` (see :func:`chatrecall.core._rerank.rerank`).
+    Returned nodes are copies with the new score and
+    ``metadata["chatrecall"]`` (components, why, upstream score), hidden
+    from the LLM prompt.
+
+    Example:
+        >>> from llama_index.core.schema import NodeWithScore, TextNode
+        >>> pp = ChatRecallPostprocessor(top_n=1)
+        >>> nodes = [NodeWithScore(node=TextNode(id_="a", text="cats purr"), score=0.9),
+        ...          NodeWithScore(node=TextNode(id_="b", text="Postgres stores billing data"), score=0.8)]
+        >>> [n.node.node_id for n in pp.postprocess_nodes(nodes, query_str="where is billing data stored?")]
+        ['b']
+
+    Attributes:
+        embedder: A chatrecall ``Embedder`` or a LlamaIndex ``BaseEmbedding``
+            (enables cosine relevance); None uses the upstream score.
+        weights: Hybrid weights per component (default: chatrecall's).
+        top_n: Keep at most this many nodes.
+        budget_tokens: Keep at most this many tokens of node text.
+        diversity_threshold: Word-set Jaccard similarity at which a node is
+            a near-duplicate of a better one.
+        half_life_s: Recency half-life.
+        timestamp_key: Metadata key holding a unix time, datetime or ISO date.
+        token_counter: Anything ``as_token_counter`` accepts (tiktoken encoding, ...).
+        extractor: A chatrecall ``EntityExtractor`` (default: the regex one).
+    """
+
+    embedder: Any = Field(default=None, exclude=True)
+    weights: dict[str, float] | None = None
+    top_n: int | None = None
+    budget_tokens: int | None = None
+    diversity_threshold: float = 0.8
+    half_life_s: float = 7 * 24 * 3600.0
+    timestamp_key: str = "timestamp"
+    token_counter: Any = Field(default=None, exclude=True)
+    extractor: Any = Field(default=None, exclude=True)
+    _embedder: Embedder | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        emb = self.embedder
+        if isinstance(emb, BaseEmbedding):
+            emb = LlamaIndexEmbedder(emb)
+        elif emb is not None and not isinstance(emb, Embedder):
+            raise ConfigError(f"embedder={emb!r} is invalid: pass a chatrecall Embedder or a LlamaIndex BaseEmbedding")
+        self._embedder = emb
+        if self.extractor is None:
+            from chatrecall.core._entities import RegexEntityExtractor
+
+            self.extractor = RegexEntityExtractor()
+        # Validate every setting now (the core names the bad value) rather than on the first query.
+        self._rerank("probe", [])
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChatRecallPostprocessor"
+
+    def _rerank(self, query: str, candidates: Sequence[Candidate]) -> list[ScoredItem]:
+        return rerank(
+            query,
+            candidates,
+            embedder=self._embedder,
+            weights=self.weights,
+            extractor=self.extractor,
+            token_counter=self.token_counter,
+            budget_tokens=self.budget_tokens,
+            top_n=self.top_n,
+            diversity_threshold=self.diversity_threshold,
+            half_life_s=self.half_life_s,
+        )
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if query_bundle is None:
+            raise InvalidInputError("ChatRecallPostprocessor needs the query: pass query_bundle or query_str")
+        if not nodes:
+            return []
+        by_id: dict[str, NodeWithScore] = {}
+        candidates = []
+        for nws in nodes:
+            node = nws.node
+            if node.node_id in by_id:
+                continue
+            by_id[node.node_id] = nws
+            candidates.append(
+                Candidate(
+                    id=node.node_id,
+                    text=node.get_content(metadata_mode=MetadataMode.NONE),
+                    score=nws.score,
+                    timestamp=_timestamp(node, self.timestamp_key),
+                )
+            )
+        out = []
+        for item in self._rerank(query_bundle.query_str, candidates):
+            src = by_id[item.id]
+            info: Mapping[str, Any] = {
+                "score": item.score,
+                "components": dict(item.components),
+                "why": item.why,
+                "upstream_score": src.score,
+                "tokens": item.tokens,
+            }
+            node = src.node.model_copy(
+                update={
+                    "metadata": {**src.node.metadata, _RERANK_KEY: info},
+                    "excluded_llm_metadata_keys": [*src.node.excluded_llm_metadata_keys, _RERANK_KEY],
+                    "excluded_embed_metadata_keys": [*src.node.excluded_embed_metadata_keys, _RERANK_KEY],
+                }
+            )
+            out.append(NodeWithScore(node=node, score=item.score))
+        return out

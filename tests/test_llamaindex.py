@@ -1,0 +1,544 @@
+"""LlamaIndex adapter: retriever, chat memory, memory block, node postprocessor, embeddings.
+
+Real LlamaIndex classes throughout (only its own MockLLM / MockEmbedding /
+mock function-calling LLM stand in for a model); fakes for the fast tests,
+real Chroma + the real MiniLM for one test per component.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core import VectorStoreIndex  # noqa: E402
+from llama_index.core.agent.workflow import FunctionAgent, ReActAgent  # noqa: E402
+from llama_index.core.chat_engine import CondensePlusContextChatEngine, SimpleChatEngine  # noqa: E402
+from llama_index.core.embeddings import MockEmbedding  # noqa: E402
+from llama_index.core.llms import ChatMessage, MockLLM  # noqa: E402
+from llama_index.core.llms.mock import (  # noqa: E402
+    MockFunctionCallingLLMWithChatMemoryOfLastCall,
+    MockLLMWithChatMemoryOfLastCall,
+)
+from llama_index.core.memory import Memory  # noqa: E402
+from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
+from llama_index.core.schema import Document, MetadataMode, NodeWithScore, QueryBundle, TextNode  # noqa: E402
+from llama_index.core.tools import FunctionTool  # noqa: E402
+
+from chatrecall import ChatRecall, ConfigError, InvalidInputError, Turn  # noqa: E402
+from chatrecall.adapters.llamaindex import (  # noqa: E402
+    ChatRecallEmbedding,
+    ChatRecallMemory,
+    ChatRecallMemoryBlock,
+    ChatRecallPostprocessor,
+    ChatRecallRetriever,
+    LlamaIndexEmbedder,
+)
+from chatrecall.testing import HashEmbedder, fake_engine  # noqa: E402
+
+DAY = 86400.0
+T0 = 1_700_000_000.0
+
+CHEESE = "I'm building the cheese project: a catalogue of French cheeses with tasting notes."
+TABLE = "For the cheese project use a cheeses table with region, milk type and aging time."
+POSTGRES = "We use Postgres, not SQLite, for the database."
+ECONN = "The import script crashes with ECONNREFUSED when it talks to the database."
+MARIE = "My sister Marie is visiting Lyon next month and wants cheese shop tips."
+BOB = "Bob's secret: the cheese project codename is Roquefort-42."
+PIN = "Always answer in French."
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _seed(cr: ChatRecall, now: float) -> None:
+    base = now - 10 * DAY
+    rows = [("s1", "user", CHEESE), ("s1", "assistant", TABLE), ("s1", "user", POSTGRES),
+            ("s2", "user", ECONN), ("s3", "user", MARIE)]
+    cr.add_many([Turn(text=t, user_id="alice", session_id=s, role=r, timestamp=base + i * 3600)
+                 for i, (s, r, t) in enumerate(rows)])
+    cr.add(BOB, user_id="bob", session_id="b1", timestamp=base)
+    cr.pin(PIN, user_id="alice")
+
+
+@pytest.fixture
+def cr() -> ChatRecall:
+    clock = Clock()
+    engine = fake_engine(clock=clock)
+    _seed(engine, clock.t)
+    return engine
+
+
+@pytest.fixture(scope="module")
+def real_cr(tmp_path_factory: pytest.TempPathFactory, st_embedder: Any) -> Iterator[ChatRecall]:
+    """Real embedded Chroma + the real MiniLM, seeded once for the module."""
+    pytest.importorskip("chromadb")
+    from chatrecall.adapters.chroma import ChromaStore
+
+    store = ChromaStore(path=tmp_path_factory.mktemp("li-chroma"))
+    engine = ChatRecall(store=store, embedder=st_embedder)
+    _seed(engine, T0 + 10 * DAY)
+    try:
+        yield engine
+    finally:
+        engine.close()
+        store.close()
+
+
+def texts(nodes: list[NodeWithScore]) -> list[str]:
+    return [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+
+
+def system_text(messages: Any) -> str:
+    return "\n".join(m.content or "" for m in messages if m.role.value == "system")
+
+
+# ====================================================================== retriever
+def test_search_mode_nodes(cr: ChatRecall) -> None:
+    nodes = ChatRecallRetriever(cr, "alice", mode="search", k=3).retrieve("ECONNREFUSED import script")
+    assert texts(nodes)[0] == ECONN
+    top = nodes[0]
+    assert isinstance(top.node, TextNode)
+    assert top.node.node_id == cr.search("ECONNREFUSED import script", user_id="alice", k=3)[0].id
+    md = top.node.metadata
+    assert md["source"] == "memory" and md["user_id"] == "alice" and md["session_id"] == "s2"
+    assert md["components"]["keyword"] > 0 and "keyword" in md["why"]
+    assert top.score == pytest.approx(md["score"])
+    scores = [n.score or 0.0 for n in nodes]
+    assert scores == sorted(scores, reverse=True)
+    assert len(nodes) <= 3
+
+
+def test_retrieve_mode_is_gated_and_carries_pins(cr: ChatRecall) -> None:
+    r = ChatRecallRetriever(cr, "alice")
+    small_talk = r.retrieve("How are you?")
+    assert texts(small_talk) == [PIN]  # the gate says none: pins only
+    assert small_talk[0].node.metadata["source"] == "pin"
+    assert small_talk[0].node.metadata["route"] == "none"
+
+    nodes = r.retrieve("Remember that cheese project?")
+    assert texts(nodes)[0] == PIN
+    assert CHEESE in texts(nodes)
+    mem = nodes[1].node.metadata
+    assert mem["route"] == "memory"
+    assert any(x.startswith("recall:") for x in mem["reasons"])
+    assert "route=memory" in mem["gate"]
+    assert ChatRecallRetriever(cr, "alice", include_pins=False).retrieve("Remember that cheese project?")[0] \
+        .node.metadata["source"] == "memory"
+
+
+def test_user_isolation(cr: ChatRecall) -> None:
+    for mode in ("search", "retrieve"):
+        bob = texts(ChatRecallRetriever(cr, "bob", mode=mode).retrieve("Remember the cheese project codename?"))
+        assert BOB in bob
+        assert not {CHEESE, TABLE, MARIE, PIN} & set(bob)
+        alice = texts(ChatRecallRetriever(cr, "alice", mode=mode).retrieve("Remember the cheese project codename?"))
+        assert BOB not in alice
+
+
+def test_retrieve_mode_respects_budget(cr: ChatRecall) -> None:
+    for budget in (20, 40, 400):
+        nodes = ChatRecallRetriever(cr, "alice", budget_tokens=budget).retrieve("Remember the cheese project?")
+        assert sum(n.node.metadata["tokens"] for n in nodes) <= budget
+    assert len(ChatRecallRetriever(cr, "alice", budget_tokens=400).retrieve("Remember the cheese project?")) > len(
+        ChatRecallRetriever(cr, "alice", budget_tokens=30).retrieve("Remember the cheese project?"))
+
+
+def test_in_retriever_query_engine_with_mock_llm(cr: ChatRecall) -> None:
+    retriever = ChatRecallRetriever(cr, "alice", mode="search", k=2)
+    qe = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
+    resp = qe.query("What did I say about ECONNREFUSED?")
+    assert texts(resp.source_nodes)[0] == ECONN
+    assert [n.node.node_id for n in resp.source_nodes] == [n.node.node_id for n in retriever.retrieve(
+        "What did I say about ECONNREFUSED?")]
+    prompt = str(resp)  # MockLLM echoes its prompt
+    assert ECONN in prompt
+    assert "components" not in prompt and "why:" not in prompt  # diagnostics never reach the LLM
+
+
+def test_async_retrieve_and_query(cr: ChatRecall) -> None:
+    retriever = ChatRecallRetriever(cr, "alice")
+    sync = [n.node.node_id for n in retriever.retrieve("Remember that cheese project?")]
+
+    async def run() -> tuple[list[str], list[str]]:
+        nodes = await retriever.aretrieve("Remember that cheese project?")
+        resp = await RetrieverQueryEngine.from_args(retriever, llm=MockLLM()).aquery("Remember that cheese project?")
+        return [n.node.node_id for n in nodes], [n.node.node_id for n in resp.source_nodes]
+
+    got, via_engine = asyncio.run(run())
+    assert got == sync and via_engine == sync
+
+
+def test_retriever_bad_arguments(cr: ChatRecall) -> None:
+    with pytest.raises(ConfigError, match="mode='fuzzy'"):
+        ChatRecallRetriever(cr, "alice", mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="engine="):
+        ChatRecallRetriever(object(), "alice")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="user_id"):
+        ChatRecallRetriever(cr, "").retrieve("Remember that cheese project?")
+
+
+@pytest.mark.model
+def test_retriever_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    # A paraphrase with no shared keyword: only the real model links "DB engine" to Postgres.
+    nodes = ChatRecallRetriever(real_cr, "alice", mode="search", k=3).retrieve("Which DB engine did we pick?")
+    assert texts(nodes)[0] == POSTGRES
+    resp = RetrieverQueryEngine.from_args(ChatRecallRetriever(real_cr, "alice"), llm=MockLLM()).query(
+        "Remember that cheese project?")
+    got = texts(resp.source_nodes)
+    assert got[0] == PIN and CHEESE in got and BOB not in got
+
+
+# ====================================================================== ChatRecallMemory
+def _memory(cr: ChatRecall, session: str = "new", **kw: Any) -> ChatRecallMemory:
+    return ChatRecallMemory.from_defaults(engine=cr, user_id="alice", session_id=session, **kw)
+
+
+def test_simple_chat_engine_gets_pins_and_gated_recall(cr: ChatRecall) -> None:
+    llm = MockLLMWithChatMemoryOfLastCall(max_tokens=3)
+    memory = _memory(cr)
+    chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory, system_prompt="You are helpful.")
+
+    chat.chat("How are you?")
+    system = system_text(llm.last_chat_messages)
+    assert PIN in system and CHEESE not in system  # small talk: pins, no recall
+    assert memory.last_result is not None and memory.last_result.route.value == "none"
+
+    chat.chat("Remember that cheese project?")
+    msgs = list(llm.last_chat_messages or [])
+    system = system_text(msgs)
+    assert PIN in system and CHEESE in system and BOB not in system
+    assert [m.role.value for m in msgs][-3:] == ["user", "assistant", "user"]
+    assert msgs[-1].content == "Remember that cheese project?"
+    assert memory.last_result.route.value == "memory"
+
+
+def test_put_stores_turns_and_later_sessions_recall_them(cr: ChatRecall) -> None:
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=3), memory=_memory(cr, "trip"))
+    chat.chat("The staging cluster is called zephyr-7 and runs in Frankfurt.")
+    assert cr.count("alice", "trip") == 2  # user message + assistant reply
+    llm = MockLLMWithChatMemoryOfLastCall(max_tokens=3)
+    later = SimpleChatEngine.from_defaults(llm=llm, memory=_memory(cr, "later"))
+    later.chat("Remember what the staging cluster zephyr-7 is?")
+    assert "zephyr-7 and runs in Frankfurt" in system_text(llm.last_chat_messages)
+
+
+def test_history_window_and_no_duplicate_recall(cr: ChatRecall) -> None:
+    memory = _memory(cr, "long", token_limit=60)
+    for i in range(12):
+        memory.put(ChatMessage(role="user", content=f"Turn {i}: the deploy uses chart version {i} on cluster kappa{i}"))
+        memory.put(ChatMessage(role="assistant", content=f"Noted version {i}."))
+    memory.put(ChatMessage(role="user", content="Remember the chart version on cluster kappa1?"))
+    out = memory.get()
+    history = [m for m in out if m.role.value != "system"]
+    assert len(history) < 25 and history[0].role.value == "user"  # windowed, never starts mid-exchange
+    assert sum(cr.token_counter.count(m.content or "") for m in history) <= 60
+    assert history[-1].content == "Remember the chart version on cluster kappa1?"
+    system = system_text(out)
+    assert "cluster kappa1" in system  # out of the window: recalled
+    shown = {m.content for m in history}
+    assert not any(line[line.find("] ") + 2:] in shown for line in system.splitlines() if line.startswith("- ["))
+    assert len(memory.get_all()) == 25
+
+
+def test_reset_forgets_the_session_only(cr: ChatRecall) -> None:
+    memory = _memory(cr, "tmp")
+    memory.put(ChatMessage(role="user", content="Temporary note about quokkas."))
+    assert cr.count("alice", "tmp") == 1
+    memory.reset()
+    assert memory.get_all() == [] and cr.count("alice", "tmp") == 0
+    assert cr.count("alice", "s1") == 3
+    memory.reset()  # nothing left: no error
+
+
+def test_tool_messages_kept_exactly_but_not_stored(cr: ChatRecall) -> None:
+    memory = _memory(cr, "tools")
+    msgs = [ChatMessage(role="user", content="What's the weather in Lyon?"),
+            ChatMessage(role="assistant", content=None, additional_kwargs={"tool_calls": [{"id": "1"}]}),
+            ChatMessage(role="tool", content="Sunny, 24C", additional_kwargs={"tool_call_id": "1"}),
+            ChatMessage(role="assistant", content="It is sunny in Lyon.")]
+    memory.put_messages(msgs)
+    assert memory.get_all() == msgs
+    assert cr.count("alice", "tools") == 2
+    got = [m for m in memory.get() if m.role.value != "system"]
+    assert got == msgs
+
+
+def test_condense_plus_context_chat_engine(cr: ChatRecall) -> None:
+    memory = _memory(cr, "cpc")
+    engine = CondensePlusContextChatEngine.from_defaults(
+        retriever=ChatRecallRetriever(cr, "alice", mode="search", k=2), llm=MockLLM(), memory=memory,
+        skip_condense=True)
+    resp = engine.chat("Remember what broke with ECONNREFUSED?")
+    assert texts(resp.source_nodes)[0] == ECONN
+    prompt = str(resp)  # MockLLM echoes the messages it was given
+    assert "Pinned constraints" in prompt and PIN in prompt and ECONN in prompt
+    engine.chat("And which database do we use?")
+    assert [m.role.value for m in memory.get_all()] == ["user", "assistant", "user", "assistant"]
+    assert cr.count("alice", "cpc") >= 3
+
+
+def test_function_agent_uses_memory(cr: ChatRecall) -> None:
+    def lookup_weather(city: str = "Lyon") -> str:
+        """Weather of a city."""
+        return f"Sunny in {city}"
+
+    llm = MockFunctionCallingLLMWithChatMemoryOfLastCall()
+    agent = FunctionAgent(tools=[FunctionTool.from_defaults(lookup_weather)], llm=llm, system_prompt="Be brief.")
+    memory = _memory(cr, "agent")
+    before = cr.stats()["counters"].get("routes.gate.memory", 0)
+
+    async def run() -> Any:
+        return await agent.run("Remember that cheese project? Also check the weather.", memory=memory)
+
+    result = asyncio.run(run())
+    assert str(result) == "Tool calls complete."
+    last = list(llm.last_chat_messages or [])
+    assert PIN in system_text(last) and CHEESE in system_text(last)
+    assert [m.role.value for m in last][-2:] == ["assistant", "tool"] and last[-1].content == "Sunny in Lyon"
+    assert [m.role.value for m in memory.get_all()] == ["user", "assistant", "tool", "assistant"]
+    assert cr.count("alice", "agent") == 2  # the question and the final answer; no tool chatter
+    assert cr.stats()["counters"]["routes.gate.memory"] - before == 1  # one recall per user turn, not per step
+
+
+def test_react_agent_with_user_insert(cr: ChatRecall) -> None:
+    def gen(messages: Any, **kw: Any) -> ChatMessage:
+        return ChatMessage(role="assistant", content="Thought: I can answer without tools.\nAnswer: Oui, le fromage.")
+
+    llm = MockFunctionCallingLLMWithChatMemoryOfLastCall(response_generator=gen)  # type: ignore[call-arg]
+    memory = _memory(cr, "react", insert="user")
+
+    async def run() -> Any:
+        return await ReActAgent(tools=[], llm=llm).run("Remember that cheese project?", memory=memory)
+
+    result = asyncio.run(run())
+    assert "Oui, le fromage." in str(result)
+    user = [m for m in llm.last_chat_messages or [] if m.role.value == "user"][-1].content or ""
+    assert PIN in user and CHEESE in user and user.endswith("Remember that cheese project?")
+    assert memory.get_all()[0].content == "Remember that cheese project?"  # stored message untouched
+
+
+def test_memory_from_defaults_and_errors(cr: ChatRecall) -> None:
+    seeded = _memory(cr, "seeded", chat_history=[ChatMessage(role="user", content="Seeded fact about narwhals.")])
+    assert cr.count("alice", "seeded") == 1 and len(seeded.get_all()) == 1
+    with pytest.raises(ConfigError, match="session_id"):
+        ChatRecallMemory.from_defaults(engine=cr, user_id="alice")
+    with pytest.raises(ConfigError, match="token_limit=0"):
+        _memory(cr, token_limit=0)
+    with pytest.raises(ConfigError, match="insert='middle'"):
+        _memory(cr, insert="middle")
+    with pytest.raises(ConfigError, match="engine="):
+        ChatRecallMemory(engine="not an engine", user_id="alice", session_id="s")
+    with pytest.raises(ConfigError, match="engine="):
+        ChatRecallMemoryBlock(engine=None, user_id="alice")
+
+
+def test_memory_async(cr: ChatRecall) -> None:
+    memory = _memory(cr, "async")
+
+    async def run() -> list[ChatMessage]:
+        await memory.aput(ChatMessage(role="user", content="Remember that cheese project?"))
+        return await memory.aget()
+
+    out = asyncio.run(run())
+    assert CHEESE in system_text(out) and out[-1].content == "Remember that cheese project?"
+
+
+@pytest.mark.model
+def test_memory_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    llm = MockLLMWithChatMemoryOfLastCall(max_tokens=3)
+    chat = SimpleChatEngine.from_defaults(llm=llm, memory=ChatRecallMemory.from_defaults(
+        engine=real_cr, user_id="alice", session_id="real-mem"))
+    chat.chat("Do you remember what my sister is planning?")
+    system = system_text(llm.last_chat_messages)
+    assert MARIE in system and PIN in system and BOB not in system
+
+
+# ====================================================================== memory block for Memory
+def test_memory_block_recalls_into_memory(cr: ChatRecall) -> None:
+    block = ChatRecallMemoryBlock(engine=cr, user_id="alice")
+    memory = Memory.from_defaults(session_id="blk", memory_blocks=[block])
+    llm = MockLLMWithChatMemoryOfLastCall(max_tokens=3)
+    chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+    chat.chat("Remember that cheese project?")
+    system = system_text(llm.last_chat_messages)
+    assert "<chatrecall>" in system and PIN in system and CHEESE in system and BOB not in system
+    assert block.last_result is not None and block.last_result.route.value == "memory"
+    chat.chat("How are you?")
+    system = system_text(llm.last_chat_messages)
+    assert PIN in system and CHEESE not in system
+
+
+def test_memory_block_stores_flushed_messages(cr: ChatRecall) -> None:
+    block = ChatRecallMemoryBlock(engine=cr, user_id="alice")
+    memory = Memory.from_defaults(session_id="fifo", memory_blocks=[block], token_limit=120,
+                                  chat_history_token_ratio=0.5, token_flush_size=30)
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=3), memory=memory)
+    for i in range(8):
+        chat.chat(f"Note {i}: the backup bucket for region r{i} is called vault-{i}-store.")
+    assert cr.count("alice", "fifo") > 0
+    active = [m for m in memory.get() if m.role.value != "system"]
+    assert len(active) < 16  # the FIFO let go of some
+    recalled = [r.text for r in cr.search("backup bucket vault-0-store", user_id="alice", session_id="fifo")]
+    assert any("vault-0-store" in t for t in recalled)
+
+
+def test_memory_block_async_get(cr: ChatRecall) -> None:
+    block = ChatRecallMemoryBlock(engine=cr, user_id="alice", session_id="s2")
+
+    async def run() -> str:
+        return await block.aget([ChatMessage(role="user", content="What did I say about ECONNREFUSED?")])
+
+    text = asyncio.run(run())
+    assert ECONN in text or "ECONNREFUSED" in text
+    assert asyncio.run(block.aget([])) .startswith("## Pinned constraints")
+
+
+@pytest.mark.model
+def test_memory_block_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    block = ChatRecallMemoryBlock(engine=real_cr, user_id="alice")
+    memory = Memory.from_defaults(session_id="real-blk", memory_blocks=[block])
+    memory.put(ChatMessage(role="user", content="Remember the error the import script hit?"))
+    system = system_text(memory.get())
+    assert ECONN in system and PIN in system
+
+
+# ====================================================================== postprocessor
+def _nodes(*pairs: tuple[str, str], score: float = 0.5) -> list[NodeWithScore]:
+    return [NodeWithScore(node=TextNode(id_=i, text=t), score=score) for i, t in pairs]
+
+
+def test_postprocessor_reorders_by_keyword_and_entity_and_drops_duplicates() -> None:
+    nodes = _nodes(
+        ("weather", "The weather in Lyon was sunny all week."),
+        ("dup1", "The import script crashes with ECONNREFUSED when it talks to the database."),
+        ("dup2", "The import script crashes with ECONNREFUSED when it talks to the database!"),
+        ("cheese", "Comté and Beaufort are mountain cheeses."),
+    )
+    before = [n.node.metadata.copy() for n in nodes]
+    out = ChatRecallPostprocessor().postprocess_nodes(nodes, query_str="why did the import script hit ECONNREFUSED?")
+    assert [n.node.node_id for n in out][0] == "dup1"
+    assert "dup2" not in [n.node.node_id for n in out]
+    info = out[0].node.metadata["chatrecall"]
+    assert info["components"]["keyword"] == pytest.approx(1.0) and info["components"]["entity"] > 0
+    assert info["upstream_score"] == 0.5 and out[0].score == pytest.approx(info["score"])
+    assert "chatrecall" not in out[0].node.get_content(metadata_mode=MetadataMode.LLM)
+    assert [n.node.metadata for n in nodes] == before  # inputs untouched
+
+
+def test_postprocessor_budget_top_n_and_recency() -> None:
+    now = time.time()  # the postprocessor ages nodes against the wall clock
+    nodes = [NodeWithScore(node=TextNode(id_=f"n{i}", text=f"release notes {i}: " + "change " * 10,
+                                         metadata={"timestamp": now - i * DAY}), score=0.5) for i in range(6)]
+    out = ChatRecallPostprocessor(budget_tokens=30).postprocess_nodes(nodes, query_str="release notes")
+    assert out and sum(n.node.metadata["chatrecall"]["tokens"] for n in out) <= 30
+    assert len(ChatRecallPostprocessor(top_n=2, diversity_threshold=1.0).postprocess_nodes(
+        nodes, query_str="release notes")) == 2
+    newest = ChatRecallPostprocessor(weights={"recency": 1.0}, diversity_threshold=1.0).postprocess_nodes(
+        list(reversed(nodes)), query_str="release notes")
+    assert [n.node.node_id for n in newest] == [f"n{i}" for i in range(6)]
+
+
+def test_postprocessor_in_vector_index_query_engine() -> None:
+    docs = [Document(text=t, id_=i) for i, t in [
+        ("w", "The weather in Lyon was sunny."), ("db", "Billing data lives in Postgres."),
+        ("c", "Comté is a cheese from Jura."), ("e", "ECONNREFUSED means nothing listens on the port.")]]
+    index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=8))
+    # MockEmbedding scores every node the same: the order below comes from chatrecall's evidence.
+    qe = index.as_query_engine(llm=MockLLM(), similarity_top_k=4, node_postprocessors=[ChatRecallPostprocessor(top_n=2)])
+    resp = qe.query("where does billing data live?")
+    assert len(resp.source_nodes) == 2
+    assert resp.source_nodes[0].node.ref_doc_id == "db"
+    assert "Billing data lives in Postgres." in str(resp)
+
+    async def run() -> list[NodeWithScore]:
+        nodes = await index.as_retriever(similarity_top_k=4).aretrieve("what does ECONNREFUSED mean?")
+        return await ChatRecallPostprocessor(top_n=1).apostprocess_nodes(
+            nodes, query_bundle=QueryBundle("what does ECONNREFUSED mean?"))
+
+    assert asyncio.run(run())[0].node.ref_doc_id == "e"
+
+
+def test_postprocessor_errors() -> None:
+    pp = ChatRecallPostprocessor()
+    with pytest.raises(InvalidInputError, match="query"):
+        pp.postprocess_nodes(_nodes(("a", "x")))
+    assert pp.postprocess_nodes([], query_str="q") == []
+    with pytest.raises(ConfigError, match="unknown component"):
+        ChatRecallPostprocessor(weights={"vibes": 1.0})
+    with pytest.raises(InvalidInputError, match="top_n=0"):
+        ChatRecallPostprocessor(top_n=0)
+    with pytest.raises(ConfigError, match="embedder="):
+        ChatRecallPostprocessor(embedder="minilm")
+    bad = [NodeWithScore(node=TextNode(id_="a", text="x", metadata={"timestamp": "yesterday"}), score=1.0)]
+    with pytest.raises(InvalidInputError, match="'a'.*timestamp"):
+        pp.postprocess_nodes(bad, query_str="q")
+    iso = [NodeWithScore(node=TextNode(id_="a", text="x", metadata={"timestamp": "2024-01-02T03:04:05"}), score=1.0)]
+    assert pp.postprocess_nodes(iso, query_str="x")[0].node.metadata["chatrecall"]["components"]["recency"] >= 0
+
+
+@pytest.mark.model
+def test_postprocessor_real_model_over_real_index(st_embedder: Any, real_cr: ChatRecall) -> None:
+    docs = [Document(text=t, id_=i) for i, t in [
+        ("w", "It was sunny in Lyon all week."), ("db", "We run PostgreSQL in production, not SQLite."),
+        ("c", "Comté pairs well with a dry white wine."), ("k", "Kubernetes schedules the billing pods.")]]
+    index = VectorStoreIndex.from_documents(docs, embed_model=ChatRecallEmbedding(embedder=st_embedder))
+    nodes = index.as_retriever(similarity_top_k=4).retrieve("Which database engine do we use?")
+    assert nodes[0].node.ref_doc_id == "db"  # the wrapped real model drives LlamaIndex's own index
+    shuffled = [NodeWithScore(node=n.node, score=0.5) for n in reversed(nodes)]
+    out = ChatRecallPostprocessor(embedder=st_embedder, top_n=2).postprocess_nodes(
+        shuffled, query_str="Which database engine do we use?")
+    assert out[0].node.ref_doc_id == "db" and out[0].node.metadata["chatrecall"]["components"]["relevance"] > 0.3
+    # Nodes from chatrecall's own retriever over real Chroma, re-ranked with a budget.
+    got = ChatRecallRetriever(real_cr, "alice", mode="search", k=5).retrieve("cheese project table")
+    kept = ChatRecallPostprocessor(embedder=st_embedder, budget_tokens=25).postprocess_nodes(
+        got, query_str="cheese project table")
+    assert kept and sum(n.node.metadata["chatrecall"]["tokens"] for n in kept) <= 25
+    assert texts(kept)[0] in (TABLE, CHEESE)
+
+
+# ====================================================================== embeddings
+def test_chatrecall_embedding_in_vector_index() -> None:
+    emb = ChatRecallEmbedding(embedder=HashEmbedder(dim=64))
+    docs = [Document(text="helm chart deploy notes", id_="helm"), Document(text="cheese tasting notes", id_="cheese")]
+    index = VectorStoreIndex.from_documents(docs, embed_model=emb)
+    assert index.as_retriever(similarity_top_k=1).retrieve("helm chart")[0].node.ref_doc_id == "helm"
+    assert asyncio.run(emb.aget_query_embedding("x")) == emb.get_query_embedding("x")
+    with pytest.raises(ConfigError, match="embedder="):
+        ChatRecallEmbedding(embedder="nope")
+
+
+def test_llamaindex_embedder_as_chatrecall_embedder() -> None:
+    emb = LlamaIndexEmbedder(MockEmbedding(embed_dim=8))
+    assert emb.dim == 8
+    mat = emb.embed_documents(["a", "b"])
+    assert mat.shape == (2, 8) and abs(float((mat**2).sum(axis=1)[0]) - 1.0) < 1e-5
+    engine = ChatRecall(store=fake_engine().store, embedder=emb)
+    engine.add("stored through a LlamaIndex embedding", user_id="u", session_id="s")
+    assert engine.search("stored", user_id="u")[0].text == "stored through a LlamaIndex embedding"
+    with pytest.raises(ConfigError, match="embedding="):
+        LlamaIndexEmbedder("nope")  # type: ignore[arg-type]
+
+
+def test_import_guard_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_index.core", None)
+    monkeypatch.delitem(sys.modules, "chatrecall.adapters.llamaindex")
+    try:
+        with pytest.raises(ImportError, match=r"pip install 'chatrecall\[llamaindex\]'"):
+            importlib.import_module("chatrecall.adapters.llamaindex")
+    finally:
+        monkeypatch.undo()
+        importlib.import_module("chatrecall.adapters.llamaindex")
+
