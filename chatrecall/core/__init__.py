@@ -3,6 +3,7 @@
 from ._batch import Batch
 from ._budget import Selection, budget_for, select_items
 from ._classifier import classify_query
+from ._commands import PinCommand, PinCommandResult, apply_pin_command, find_pin, parse_pin_command
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits
 from ._engine import ChatRecall
 from ._entities import RegexEntityExtractor, fold_key
@@ -63,6 +64,8 @@ __all__ = [
     "Metrics",
     "NotFoundError",
     "Pin",
+    "PinCommand",
+    "PinCommandResult",
     "PinConfig",
     "PinLimitError",
     "QueryType",
@@ -81,10 +84,13 @@ __all__ = [
     "TokenCounter",
     "Turn",
     "UserIndex",
+    "apply_pin_command",
     "as_token_counter",
     "budget_for",
     "classify_query",
+    "find_pin",
     "fold_key",
+    "parse_pin_command",
     "rerank",
     "select_items",
 ]

@@ -484,6 +484,13 @@ class ChatRecall:
         check_id("session_id", session_id, self.limits)
         return self._recent(self._state(user_id), session_id)
 
+    def history(self, user_id: str, session_id: str) -> list[Record]:
+        """Every stored turn of a session, oldest first (read from the store)."""
+        check_id("user_id", user_id, self.limits)
+        check_id("session_id", session_id, self.limits)
+        batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id, "session_id": session_id})
+        return sorted(batch.records, key=lambda r: (r.timestamp, r.seq))
+
     def _recent(self, st: _UserState, session_id: str) -> tuple[ScoredItem, ...]:
         cfg = self.retrieval_config
         if cfg.recent_turns == 0:
@@ -737,6 +744,7 @@ class ChatRecall:
         strategy: Strategy | str | None = None,
         route: Route | str | None = None,
         budget_tokens: int | None = None,
+        include_recent: bool = True,
     ) -> RetrievalResult:
         """Decide whether and where to search for ``message``, search, and budget.
 
@@ -749,6 +757,8 @@ class ChatRecall:
             strategy: Force a memory strategy (default: query classifier).
             route: Force a route instead of the gate's.
             budget_tokens: Override the token budget for this call.
+            include_recent: Inject the session's recent window (turn off when
+                the caller already sends its own message history).
 
         Backend failures never raise here: the result reports a degraded
         route in ``notes`` and carries whatever could be retrieved.
@@ -793,7 +803,8 @@ class ChatRecall:
                 if (pending or gate.correction) and not taken.wants_memory and route is None:
                     taken = Route.BOTH if taken is Route.CORPUS else Route.MEMORY
                     notes.append("correction: memory pass forced" + (" (follow-up turn)" if pending else ""))
-                recent = self._recent(st, session_id)
+                if include_recent:
+                    recent = self._recent(st, session_id)
         except StoreError as exc:
             notes.append(f"degraded: store unavailable for pins/recent ({type(exc).__name__})")
             self.metrics.incr("degraded")

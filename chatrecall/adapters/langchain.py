@@ -1,0 +1,827 @@
+"""LangChain integration: retriever, classic memory, agent middleware, chat history, pins.
+
+Everything here converts between LangChain types and chatrecall types and calls
+the engine; gating, scoring, budgeting and command parsing live in
+:mod:`chatrecall.core`.
+
+* :class:`ChatRecallRetriever` - a ``BaseRetriever`` over a user's memories
+  (``mode="search"``) or over the gated, budgeted retrieval incl. corpus
+  (``mode="retrieve"``); every ``Document`` carries score, components, route
+  and reasons in its metadata.
+* :class:`ChatRecallMemory` - ``langchain_classic`` memory for classic chains.
+* :class:`ChatRecallMiddleware` - ``create_agent`` middleware: recall before
+  each model call (injected into the system message), store the turn after the
+  agent answers, expose what was injected in the ``chatrecall`` state key and a
+  ``chatrecall_injected`` custom callback event.
+* :class:`ChatRecallChatMessageHistory` - ``BaseChatMessageHistory`` for
+  ``RunnableWithMessageHistory``.
+* :class:`PinCallbackHandler` and :func:`make_pin_tools` - pin constraints from
+  ``/pin`` chat commands or from agent tool calls.
+
+Example:
+    >>> import chatrecall
+    >>> from chatrecall.adapters.langchain import ChatRecallRetriever
+    >>> cr = chatrecall.connect(path="/tmp/cr")  # doctest: +SKIP
+    >>> docs = ChatRecallRetriever(engine=cr, user_id="u1", k=3).invoke("billing database")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from ._guard import require
+
+require("langchain_core", "langchain", package="langchain-core")
+require("langchain.agents", "langchain", package="langchain")
+require("langchain_classic", "langchain", package="langchain-classic")
+
+from langchain.agents.middleware.types import (  # noqa: E402
+    AgentMiddleware,
+    AgentState,
+    ModelCallResult,
+    ModelRequest,
+    OmitFromInput,
+)
+from langchain_classic.base_memory import BaseMemory  # noqa: E402
+from langchain_core.callbacks import (  # noqa: E402
+    AsyncCallbackManagerForRetrieverRun,
+    BaseCallbackHandler,
+    CallbackManagerForRetrieverRun,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
+from langchain_core.chat_history import BaseChatMessageHistory  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from langchain_core.tools import BaseTool, StructuredTool, ToolException  # noqa: E402
+from pydantic import ConfigDict, PrivateAttr  # noqa: E402
+from typing_extensions import NotRequired  # noqa: E402
+
+from chatrecall.core._commands import PinCommand, PinCommandResult, apply_pin_command, parse_pin_command  # noqa: E402
+from chatrecall.core._engine import ChatRecall  # noqa: E402
+from chatrecall.core._errors import ChatRecallError, InvalidInputError, NotFoundError  # noqa: E402
+from chatrecall.core._types import Record, RetrievalResult, ScoredItem, Strategy  # noqa: E402
+from chatrecall.core._validate import check_id, check_strategy  # noqa: E402
+
+__all__ = [
+    "ChatRecallAgentState",
+    "ChatRecallChatMessageHistory",
+    "ChatRecallMemory",
+    "ChatRecallMiddleware",
+    "ChatRecallRetriever",
+    "PinCallbackHandler",
+    "make_pin_tools",
+    "message_to_turn",
+    "record_to_message",
+    "result_summary",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Name of the custom callback event the middleware dispatches after each recall.
+INJECTED_EVENT = "chatrecall_injected"
+
+#: LangChain message type -> chatrecall role.
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+# ====================================================================== conversions
+def _check_engine(engine: Any, owner: str) -> ChatRecall:
+    if not isinstance(engine, ChatRecall):
+        raise InvalidInputError(f"{owner} needs engine=ChatRecall(...), got {type(engine).__name__}: {engine!r:.60}")
+    return engine
+
+
+def _check_k(k: Any, name: str = "k") -> int | None:
+    if k is None:
+        return None
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
+        raise InvalidInputError(f"{name}={k!r} is invalid: must be an int from 1 to 1000")
+    return k
+
+
+def _check_budget(budget_tokens: Any) -> int | None:
+    if budget_tokens is not None and (
+        not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 0
+    ):
+        raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
+    return budget_tokens
+
+
+def _text_of(value: Any, name: str) -> str:
+    """The text of a chain value: a str, or a message's text."""
+    if isinstance(value, BaseMessage):
+        return value.text
+    if isinstance(value, str):
+        return value
+    raise InvalidInputError(f"{name} must be a str or a message, got {type(value).__name__}: {value!r:.60}")
+
+
+def message_to_turn(message: BaseMessage, *, user_id: str, session_id: str) -> dict[str, Any] | None:
+    """A LangChain message as a turn mapping for :meth:`ChatRecall.add_many`.
+
+    Returns None for messages without text (an AI message that only calls tools).
+
+    Example:
+        >>> message_to_turn(HumanMessage("hi"), user_id="u1", session_id="s1")["role"]
+        'user'
+    """
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(f"expected a LangChain message, got {type(message).__name__}: {message!r:.60}")
+    text = message.text
+    if not text.strip():
+        return None
+    if isinstance(message, ChatMessage):
+        role = message.role
+    else:
+        role = _ROLE_OF_TYPE.get(message.type, message.type)
+    metadata: dict[str, Any] = {}
+    if isinstance(message, ToolMessage):
+        metadata["tool_call_id"] = message.tool_call_id
+    if message.name:
+        metadata["name"] = message.name
+    return {"text": text, "user_id": user_id, "session_id": session_id, "role": role, "metadata": metadata}
+
+
+def record_to_message(record: Record) -> BaseMessage:
+    """A stored turn as the LangChain message of its role (``user`` -> ``HumanMessage``...)."""
+    name = record.metadata.get("name")
+    kw: dict[str, Any] = {"content": record.text, "id": record.id}
+    if isinstance(name, str):
+        kw["name"] = name
+    if record.role == "user":
+        return HumanMessage(**kw)
+    if record.role == "assistant":
+        return AIMessage(**kw)
+    if record.role == "system":
+        return SystemMessage(**kw)
+    if record.role == "tool" and isinstance(record.metadata.get("tool_call_id"), str):
+        return ToolMessage(tool_call_id=str(record.metadata["tool_call_id"]), **kw)
+    return ChatMessage(role=record.role, **kw)
+
+
+def _reasons(result: RetrievalResult) -> list[str]:
+    return [f"{r.category}: {r.match!r} ({r.weight:+.2f})" for r in result.gate.reasons]
+
+
+def _document(item: ScoredItem, *, route: str, reasons: list[str]) -> Document:
+    rec = item.record
+    md: dict[str, Any] = dict(rec.metadata) if rec else {}
+    md.update(
+        id=item.id,
+        source=item.source,
+        score=item.score,
+        components=dict(item.components),
+        tier=item.tier,
+        why=item.why,
+        route=route,
+        reasons=list(reasons),
+        tokens=item.tokens,
+    )
+    if rec is not None:
+        md.update(user_id=rec.user_id, session_id=rec.session_id, role=rec.role, timestamp=rec.timestamp)
+    return Document(page_content=item.text, id=item.id, metadata=md)
+
+
+def result_summary(result: RetrievalResult) -> dict[str, Any]:
+    """A JSON-safe summary of a retrieval: what was injected and why.
+
+    This is what :class:`ChatRecallMiddleware` puts in the ``chatrecall`` state
+    key and sends with the ``chatrecall_injected`` event.
+    """
+    return {
+        "message": result.message,
+        "route": result.route.value,
+        "gate_route": result.gate.route.value,
+        "confidence": result.gate.confidence,
+        "reasons": _reasons(result),
+        "pins": [{"id": p.id, "text": p.text} for p in result.pins],
+        "items": [
+            {"id": i.id, "text": i.text, "source": i.source, "score": i.score, "tier": i.tier, "why": i.why}
+            for i in result.items
+        ],
+        "recent": len(result.recent),
+        "tokens_used": result.tokens_used,
+        "tokens_left": result.tokens_left,
+        "notes": list(result.notes),
+        "context": result.context,
+    }
+
+
+def _latest_human(messages: Sequence[Any]) -> tuple[int, str] | None:
+    """Index and text of the last human message (BaseMessage or ``{"role": "user"}`` dict)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, BaseMessage):
+            if m.type == "human":
+                return i, m.text
+        elif isinstance(m, Mapping) and m.get("role") in ("user", "human") and isinstance(m.get("content"), str):
+            return i, str(m["content"])
+        elif isinstance(m, tuple) and len(m) == 2 and m[0] in ("user", "human") and isinstance(m[1], str):
+            return i, m[1]
+    return None
+
+
+def _is_command(text: str) -> bool:
+    try:
+        return parse_pin_command(text) is not None
+    except InvalidInputError:
+        return True  # a malformed command is still a command, not conversation
+
+
+# ====================================================================== retriever
+class ChatRecallRetriever(BaseRetriever):
+    """A LangChain retriever over one user's chatrecall memory.
+
+    Example:
+        >>> retriever = ChatRecallRetriever(engine=cr, user_id="u1", k=3)  # doctest: +SKIP
+        >>> docs = retriever.invoke("which database for billing?", k=2)  # doctest: +SKIP
+        >>> docs[0].metadata["score"], docs[0].metadata["why"]  # doctest: +SKIP
+
+    Attributes:
+        engine: The :class:`ChatRecall` engine.
+        user_id: Whose memories; nobody else's are ever returned.
+        session_id: ``search`` mode: restrict to this session. ``retrieve``
+            mode: the current session (recent window, correction follow-up).
+        k: Documents to return (also settable per call: ``invoke(q, k=2)``).
+        mode: ``search`` ranks memories (:meth:`ChatRecall.search`, no gate);
+            ``retrieve`` runs the gate and the budget (:meth:`ChatRecall.retrieve`)
+            and returns the selected memories and corpus passages, which is
+            empty when the gate decides no lookup is needed.
+        strategy: Force a memory strategy (default: the query classifier's).
+        budget_tokens: ``retrieve`` mode token budget override.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: ChatRecall
+    user_id: str
+    session_id: str | None = None
+    k: int = 4
+    mode: Literal["search", "retrieve"] = "search"
+    strategy: Strategy | None = None
+    budget_tokens: int | None = None
+
+    def __init__(self, **data: Any) -> None:
+        # Checked before pydantic so bad input raises chatrecall errors, not ValidationError.
+        engine = _check_engine(data.get("engine"), "ChatRecallRetriever")
+        check_id("user_id", data.get("user_id"), engine.limits)
+        if data.get("session_id") is not None:
+            check_id("session_id", data["session_id"], engine.limits)
+        if "k" in data:
+            if data["k"] is None:
+                raise InvalidInputError("k=None is invalid: must be an int from 1 to 1000")
+            _check_k(data["k"])
+        if data.get("mode", "search") not in ("search", "retrieve"):
+            raise InvalidInputError(f"mode={data['mode']!r} is unknown; use 'search' or 'retrieve'")
+        data["strategy"] = check_strategy(data.get("strategy"))
+        _check_budget(data.get("budget_tokens"))
+        super().__init__(**data)
+
+    def _fetch(self, query: str, k: int | None, strategy: Any, kwargs: Mapping[str, Any]) -> list[Document]:
+        if kwargs:
+            raise InvalidInputError(
+                f"ChatRecallRetriever got unknown argument(s) {sorted(kwargs)}; it accepts k, strategy"
+            )
+        n = _check_k(k) or self.k
+        strat = check_strategy(strategy) or self.strategy
+        if self.mode == "search":
+            items = self.engine.search(query, user_id=self.user_id, k=n, strategy=strat, session_id=self.session_id)
+            return [_document(i, route="memory", reasons=[]) for i in items[:n]]
+        result = self.engine.retrieve(
+            query,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            k=n,
+            strategy=strat,
+            budget_tokens=self.budget_tokens,
+        )
+        reasons = _reasons(result)
+        return [_document(i, route=result.route.value, reasons=reasons) for i in result.items[:n]]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        strategy: Strategy | str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return self._fetch(query, k, strategy, kwargs)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        strategy: Strategy | str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        # The engine is synchronous (embedding + store I/O): keep it off the event loop.
+        return await asyncio.to_thread(self._fetch, query, k, strategy, kwargs)
+
+
+# ====================================================================== classic memory
+class ChatRecallMemory(BaseMemory):
+    """Memory for ``langchain_classic`` chains (``ConversationChain``, ``LLMChain``).
+
+    ``load_memory_variables`` runs the gated retrieval for the chain's input and
+    returns the formatted context (pins, recent turns, recalled memories and
+    passages) under ``memory_key``; ``save_context`` stores the user input and
+    the chain output as two turns; ``clear`` forgets the session.
+
+    Example:
+        >>> memory = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1")  # doctest: +SKIP
+        >>> chain = ConversationChain(llm=model, memory=memory)  # doctest: +SKIP
+
+    Attributes:
+        memory_key: Prompt variable receiving the context (default ``history``).
+        input_key: Chain input holding the user message (default: the only
+            input that is not a memory variable).
+        output_key: Chain output holding the answer (default: the only output).
+        route_key: When set, also return the route taken under this variable.
+        k: Memories per retrieval (default: engine config).
+        budget_tokens: Token budget override.
+    """
+
+    engine: ChatRecall
+    user_id: str
+    session_id: str
+    memory_key: str = "history"
+    input_key: str | None = None
+    output_key: str | None = None
+    route_key: str | None = None
+    k: int | None = None
+    budget_tokens: int | None = None
+    _last: RetrievalResult | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        engine = _check_engine(data.get("engine"), "ChatRecallMemory")
+        check_id("user_id", data.get("user_id"), engine.limits)
+        check_id("session_id", data.get("session_id"), engine.limits)
+        _check_k(data.get("k"))
+        _check_budget(data.get("budget_tokens"))
+        super().__init__(**data)
+
+    @property
+    def last_result(self) -> RetrievalResult | None:
+        """The retrieval of the last ``load_memory_variables`` call (what was injected and why)."""
+        return self._last
+
+    @property
+    def memory_variables(self) -> list[str]:
+        return [self.memory_key] + ([self.route_key] if self.route_key else [])
+
+    def _input_text(self, inputs: Mapping[str, Any]) -> str:
+        if not isinstance(inputs, Mapping):
+            raise InvalidInputError(f"inputs must be a mapping, got {type(inputs).__name__}")
+        if self.input_key is not None:
+            if self.input_key not in inputs:
+                raise InvalidInputError(f"input_key={self.input_key!r} is not in the chain inputs {sorted(inputs)}")
+            return _text_of(inputs[self.input_key], f"inputs[{self.input_key!r}]")
+        keys = [k for k in inputs if k not in self.memory_variables and k != "stop"]
+        if len(keys) != 1:
+            raise InvalidInputError(
+                f"cannot tell which of the inputs {sorted(keys)} is the user message: set input_key"
+            )
+        return _text_of(inputs[keys[0]], f"inputs[{keys[0]!r}]")
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        text = self._input_text(inputs)
+        result = self.engine.retrieve(
+            text, user_id=self.user_id, session_id=self.session_id, k=self.k, budget_tokens=self.budget_tokens
+        )
+        self._last = result
+        out: dict[str, Any] = {self.memory_key: result.context}
+        if self.route_key:
+            out[self.route_key] = result.route.value
+        return out
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        text = self._input_text(inputs)
+        if not isinstance(outputs, Mapping):
+            raise InvalidInputError(f"outputs must be a mapping, got {type(outputs).__name__}")
+        if self.output_key is not None:
+            if self.output_key not in outputs:
+                raise InvalidInputError(f"output_key={self.output_key!r} is not in the chain outputs {sorted(outputs)}")
+            key = self.output_key
+        elif len(outputs) == 1:
+            key = next(iter(outputs))
+        else:
+            raise InvalidInputError(f"cannot tell which of the outputs {sorted(outputs)} is the answer: set output_key")
+        answer = _text_of(outputs[key], f"outputs[{key!r}]")
+        turns = [{"text": text, "user_id": self.user_id, "session_id": self.session_id, "role": "user"}]
+        if answer.strip():
+            turns.append({"text": answer, "user_id": self.user_id, "session_id": self.session_id, "role": "assistant"})
+        self.engine.add_many(turns)
+
+    def clear(self) -> None:
+        """Forget this session's turns and session pins (global pins stay)."""
+        with contextlib.suppress(NotFoundError):  # nothing stored yet: already clear
+            self.engine.forget(self.user_id, self.session_id)
+
+
+# ====================================================================== chat history
+class ChatRecallChatMessageHistory(BaseChatMessageHistory):
+    """The turns of one session, stored in chatrecall (for ``RunnableWithMessageHistory``).
+
+    Messages are stored as turns (``user``/``assistant``/``system``/``tool``
+    roles) and so become searchable memories. Only the text is kept: an AI
+    message that only calls tools is not stored. The engine stores a given
+    text once per session, so a repeated identical message appears once.
+
+    Example:
+        >>> chain_with_history = RunnableWithMessageHistory(
+        ...     chain, lambda sid: ChatRecallChatMessageHistory(cr, user_id="u1", session_id=sid),
+        ...     input_messages_key="question", history_messages_key="history")  # doctest: +SKIP
+    """
+
+    def __init__(self, engine: ChatRecall, *, user_id: str, session_id: str) -> None:
+        self.engine = _check_engine(engine, "ChatRecallChatMessageHistory")
+        self.user_id = check_id("user_id", user_id, engine.limits)
+        self.session_id = check_id("session_id", session_id, engine.limits)
+
+    def records(self) -> list[Record]:
+        """The session's stored turns, oldest first."""
+        return self.engine.history(self.user_id, self.session_id)
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        return [record_to_message(r) for r in self.records()]
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        if isinstance(messages, BaseMessage):
+            messages = [messages]
+        turns = [message_to_turn(m, user_id=self.user_id, session_id=self.session_id) for m in messages]
+        self.engine.add_many([t for t in turns if t is not None])
+
+    def clear(self) -> None:
+        """Forget the session's turns (and its session pins)."""
+        with contextlib.suppress(NotFoundError):
+            self.engine.forget(self.user_id, self.session_id)
+
+
+# ====================================================================== agent middleware
+class ChatRecallAgentState(AgentState[Any]):
+    """Agent state with the summary of the last recall (see :func:`result_summary`)."""
+
+    chatrecall: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
+
+
+def _merge_system(system: SystemMessage | None, context: str) -> SystemMessage:
+    if system is None or not system.text.strip():
+        return SystemMessage(content=context)
+    return SystemMessage(content=f"{system.text}\n\n{context}")
+
+
+class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
+    """Memory for ``langchain.agents.create_agent``.
+
+    * ``before_model``: runs :meth:`ChatRecall.retrieve` on the latest human
+      message; the summary goes to the ``chatrecall`` state key and to a
+      ``chatrecall_injected`` custom callback event.
+    * ``wrap_model_call``: appends the context (pins first, then recent turns,
+      memories and passages, already fitted to the token budget) to the system
+      message of the model request. The agent's message history is not changed.
+    * ``after_agent``: stores the human message and the final answer as turns
+      (pin commands such as ``/pin ...`` are not stored).
+
+    ``user_id`` / ``session_id`` are read per run from the runtime context
+    (``agent.invoke(..., context={"user_id": "u1", "session_id": "s1"})``, a
+    mapping or an object with those attributes), then from
+    ``config["configurable"]`` (``user_id``, ``session_id`` or ``thread_id``),
+    then from the constructor.
+
+    Example:
+        >>> agent = create_agent(model, tools=make_pin_tools(cr, "u1"),
+        ...                      middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="s1")])  # doctest: +SKIP
+        >>> out = agent.invoke({"messages": [{"role": "user", "content": "what db did we pick?"}]})  # doctest: +SKIP
+        >>> out["chatrecall"]["route"], out["chatrecall"]["items"]  # doctest: +SKIP
+    """
+
+    state_schema = ChatRecallAgentState
+
+    def __init__(
+        self,
+        engine: ChatRecall,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        k: int | None = None,
+        budget_tokens: int | None = None,
+        strategy: Strategy | str | None = None,
+        store_turns: bool = True,
+        event_name: str | None = INJECTED_EVENT,
+    ) -> None:
+        super().__init__()
+        self.engine = _check_engine(engine, "ChatRecallMiddleware")
+        self.user_id = None if user_id is None else check_id("user_id", user_id, engine.limits)
+        self.session_id = None if session_id is None else check_id("session_id", session_id, engine.limits)
+        self.k = _check_k(k)
+        self.budget_tokens = _check_budget(budget_tokens)
+        self.strategy = check_strategy(strategy)
+        self.store_turns = bool(store_turns)
+        self.event_name = event_name
+        #: The last retrieval (debugging aid; with concurrent runs read the state key instead).
+        self.last_result: RetrievalResult | None = None
+
+    # ------------------------------------------------------------------ ids
+    def _ids(self, runtime: Any) -> tuple[str, str | None]:
+        user_id, session_id = self.user_id, self.session_id
+        try:
+            from langgraph.config import get_config
+
+            conf = get_config().get("configurable") or {}
+        except (ImportError, RuntimeError):
+            conf = {}
+        user_id = conf.get("user_id") or user_id
+        session_id = conf.get("session_id") or conf.get("thread_id") or session_id
+        ctx = getattr(runtime, "context", None)
+        if ctx is not None:
+            get = ctx.get if isinstance(ctx, Mapping) else lambda name: getattr(ctx, name, None)
+            user_id = get("user_id") or user_id
+            session_id = get("session_id") or session_id
+        if user_id is None:
+            raise InvalidInputError(
+                "ChatRecallMiddleware has no user_id: pass ChatRecallMiddleware(cr, user_id=...) or "
+                "agent.invoke(..., context={'user_id': ...})"
+            )
+        limits = self.engine.limits
+        return check_id("user_id", user_id, limits), None if session_id is None else check_id(
+            "session_id", str(session_id), limits
+        )
+
+    # ------------------------------------------------------------------ recall
+    def _recall(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+        found = _latest_human(state.get("messages") or [])
+        if found is None or not found[1].strip():
+            return None
+        user_id, session_id = self._ids(runtime)
+        result = self.engine.retrieve(
+            found[1],
+            user_id=user_id,
+            session_id=session_id,
+            k=self.k,
+            strategy=self.strategy,
+            budget_tokens=self.budget_tokens,
+            include_recent=False,  # the agent already sends its own messages
+        )
+        self.last_result = result
+        return result_summary(result)
+
+    def before_model(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
+        summary = self._recall(state, runtime)
+        if summary is not None and self.event_name:
+            with contextlib.suppress(RuntimeError):  # no parent run: hook called outside a graph
+                dispatch_custom_event(self.event_name, summary)
+        return {"chatrecall": summary}
+
+    async def abefore_model(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
+        summary = await asyncio.to_thread(self._recall, state, runtime)
+        if summary is not None and self.event_name:
+            with contextlib.suppress(RuntimeError):
+                await adispatch_custom_event(self.event_name, summary)
+        return {"chatrecall": summary}
+
+    def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        state: Mapping[str, Any] = request.state or {}
+        summary: Mapping[str, Any] = state.get("chatrecall") or {}
+        context = summary.get("context") or ""
+        if not context:
+            return request
+        return request.override(system_message=_merge_system(request.system_message, context))
+
+    def wrap_model_call(self, request: ModelRequest[Any], handler: Any) -> ModelCallResult:
+        return handler(self._inject(request))  # type: ignore[no-any-return]
+
+    async def awrap_model_call(self, request: ModelRequest[Any], handler: Any) -> ModelCallResult:
+        return await handler(self._inject(request))  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ store
+    def _store(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+        if not self.store_turns:
+            return None
+        messages = list(state.get("messages") or [])
+        found = _latest_human(messages)
+        if found is None or not found[1].strip() or _is_command(found[1]):
+            return None
+        idx, question = found
+        answer = next(
+            (
+                m.text
+                for m in reversed(messages[idx + 1 :])
+                if isinstance(m, AIMessage) and not m.tool_calls and m.text.strip()
+            ),
+            None,
+        )
+        user_id, session_id = self._ids(runtime)
+        if session_id is None:
+            raise InvalidInputError(
+                "ChatRecallMiddleware needs a session_id to store turns: pass session_id=..., "
+                "context={'session_id': ...} or a thread_id, or store_turns=False"
+            )
+        turns = [{"text": question, "user_id": user_id, "session_id": session_id, "role": "user"}]
+        if answer is not None:
+            turns.append({"text": answer, "user_id": user_id, "session_id": session_id, "role": "assistant"})
+        ids = self.engine.add_many(turns)
+        summary = dict(state.get("chatrecall") or {})
+        summary["stored"] = ids
+        return {"chatrecall": summary}
+
+    def after_agent(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
+        return self._store(state, runtime)
+
+    async def aafter_agent(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self._store, state, runtime)
+
+
+# ====================================================================== pins
+def _command_text(inputs: Any, keys: Sequence[str]) -> str | None:
+    """The user message in a chain's inputs: a str, a listed key, or the last human message."""
+    if isinstance(inputs, str):
+        return inputs
+    if isinstance(inputs, BaseMessage):
+        return inputs.text if inputs.type == "human" else None
+    if isinstance(inputs, Mapping):
+        for key in keys:
+            value = inputs.get(key)
+            if isinstance(value, str):
+                return value
+        msgs = inputs.get("messages")
+        if isinstance(msgs, Sequence) and not isinstance(msgs, str):
+            found = _latest_human(msgs)
+            return found[1] if found else None
+    return None
+
+
+class PinCallbackHandler(BaseCallbackHandler):
+    """Applies ``/pin <text>``, ``/unpin <id or text>`` and ``/pins`` chat commands.
+
+    Attach it to a run (``config={"callbacks": [handler]}``) or to the chat
+    model. It inspects the latest human message when a chat model starts and
+    the input of a top-level chain (a str, one of ``input_keys`` or the last
+    human message in ``messages``). A command seen twice within one top-level
+    run (chain start, then each model call) is applied once.
+
+    The pin is stored when the command's run starts, so it is injected from
+    the next retrieval on and on every later turn until unpinned.
+
+    Example:
+        >>> handler = PinCallbackHandler(cr, user_id="u1")  # doctest: +SKIP
+        >>> chain.invoke({"question": "/pin answer in French"}, config={"callbacks": [handler]})  # doctest: +SKIP
+        >>> handler.results[-1].message  # doctest: +SKIP
+        "Pinned: 'answer in French'"
+
+    Attributes:
+        results: Every command applied, in order.
+        errors: Commands that failed (unknown pin, pin limit, malformed). With
+            ``raise_error=True`` they propagate out of the run instead.
+    """
+
+    run_inline = True  # apply the pin before the run goes on, also in async runs
+
+    def __init__(
+        self,
+        engine: ChatRecall,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        input_keys: Iterable[str] = ("input", "question", "query", "message"),
+        raise_error: bool = False,
+    ) -> None:
+        self.engine = _check_engine(engine, "PinCallbackHandler")
+        self.user_id = check_id("user_id", user_id, engine.limits)
+        self.session_id = None if session_id is None else check_id("session_id", session_id, engine.limits)
+        self.input_keys = tuple(input_keys)
+        self.raise_error = raise_error
+        self.results: list[PinCommandResult] = []
+        self.errors: list[ChatRecallError] = []
+        self._last: str | None = None
+
+    def handle(self, text: str) -> PinCommandResult | None:
+        """Apply ``text`` if it is a pin command; returns what was done (None: not a command)."""
+        error: ChatRecallError | None = None
+        try:
+            command: PinCommand | None = parse_pin_command(text)
+        except InvalidInputError as exc:  # a malformed command ("/pin" alone)
+            command, error = None, exc
+        if command is None and error is None:
+            return None
+        key = repr(command) if command is not None else f"invalid\x1f{text.strip()}"
+        if key == self._last:  # same command again within the run: already handled
+            return None
+        self._last = key
+        try:
+            if error is not None:
+                raise error
+            assert command is not None
+            result = apply_pin_command(self.engine, command, user_id=self.user_id, session_id=self.session_id)
+        except ChatRecallError as exc:
+            self.errors.append(exc)
+            logger.warning("pin command %r failed: %s", text[:80], exc)
+            if self.raise_error:
+                raise
+            return None
+        self.results.append(result)
+        return result
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if parent_run_id is not None:
+            return
+        self._last = None  # a new top-level run: commands count afresh
+        text = _command_text(inputs, self.input_keys)
+        if text is not None:
+            self.handle(text)
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if parent_run_id is None:
+            self._last = None
+        for batch in messages:
+            found = _latest_human(batch)
+            if found is not None:
+                self.handle(found[1])
+
+
+def make_pin_tools(engine: ChatRecall, user_id: str, session_id: str | None = None) -> list[BaseTool]:
+    """Tools an agent calls to manage the user's pinned constraints.
+
+    Returns ``[pin_constraint, unpin_constraint, list_pins]``. Failures (pin
+    limit, unknown pin) come back to the model as an ``Error: ...`` tool
+    message instead of ending the run.
+
+    Example:
+        >>> agent = create_agent(model, tools=make_pin_tools(cr, "u1"), middleware=[...])  # doctest: +SKIP
+    """
+    engine = _check_engine(engine, "make_pin_tools")
+    user_id = check_id("user_id", user_id, engine.limits)
+    if session_id is not None:
+        check_id("session_id", session_id, engine.limits)
+
+    def run(command: PinCommand) -> str:
+        try:
+            return apply_pin_command(engine, command, user_id=user_id, session_id=session_id).message
+        except ChatRecallError as exc:
+            raise ToolException(str(exc)) from exc
+
+    def pin_constraint(text: str) -> str:
+        return run(PinCommand("pin", text))
+
+    def unpin_constraint(pin: str) -> str:
+        return run(PinCommand("unpin", pin))
+
+    def list_pins() -> str:
+        return run(PinCommand("list"))
+
+    specs: list[tuple[Callable[..., str], str, str]] = [
+        (
+            pin_constraint,
+            "pin_constraint",
+            "Pin a standing constraint or preference the user wants applied on every future turn "
+            "(e.g. 'Always answer in metric units'). Argument: text, the constraint as one sentence.",
+        ),
+        (
+            unpin_constraint,
+            "unpin_constraint",
+            "Remove a pinned constraint when the user no longer wants it. Argument: pin, its id or its text.",
+        ),
+        (list_pins, "list_pins", "List the user's pinned constraints with their ids."),
+    ]
+    return [
+        StructuredTool.from_function(func=f, name=name, description=desc, handle_tool_error=_tool_error)
+        for f, name, desc in specs
+    ]
+
+
+def _tool_error(exc: ToolException) -> str:
+    return f"Error: {exc}"

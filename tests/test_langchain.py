@@ -1,0 +1,542 @@
+"""LangChain adapter: retriever, classic memory, agent middleware, chat history, pins.
+
+Real LangChain classes throughout (no mocks of the framework); the engine runs
+on the fakes for speed, and each component also has a test on real Chroma and
+the real embedding model (marked ``model``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("langchain.agents")
+pytest.importorskip("langchain_classic")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_classic.chains import ConversationChain  # noqa: E402
+from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
+from langchain_core.output_parsers import StrOutputParser  # noqa: E402
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate  # noqa: E402
+from langchain_core.runnables import RunnablePassthrough  # noqa: E402
+from langchain_core.runnables.history import RunnableWithMessageHistory  # noqa: E402
+from pydantic import Field  # noqa: E402
+
+from chatrecall import ChatRecall, InvalidInputError, NotFoundError, PinConfig  # noqa: E402
+from chatrecall.adapters.langchain import (  # noqa: E402
+    ChatRecallChatMessageHistory,
+    ChatRecallMemory,
+    ChatRecallMiddleware,
+    ChatRecallRetriever,
+    PinCallbackHandler,
+    make_pin_tools,
+    message_to_turn,
+    record_to_message,
+)
+from chatrecall.testing import fake_engine  # noqa: E402
+
+BILLING_Q = "Remember which database we use for billing?"
+
+
+# ====================================================================== helpers
+class RecordingChatModel(GenericFakeChatModel):
+    """GenericFakeChatModel that records every prompt and accepts tools (for create_agent)."""
+
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingChatModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.calls.append(list(messages))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
+
+    def system_of(self, call: int) -> str:
+        first = self.calls[call][0]
+        return first.text if isinstance(first, SystemMessage) else ""
+
+
+def model(*replies: AIMessage | str) -> RecordingChatModel:
+    return RecordingChatModel(messages=iter(replies))
+
+
+def pin_call(text: str, call_id: str = "c1") -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "pin_constraint", "args": {"text": text}, "id": call_id}])
+
+
+def unpin_call(pin: str, call_id: str = "c2") -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "unpin_constraint", "args": {"pin": pin}, "id": call_id}])
+
+
+def user(text: str) -> Any:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def seed(cr: ChatRecall) -> None:
+    cr.add_many([
+        {"text": "We use Postgres for the billing service", "user_id": "u1", "session_id": "old"},
+        {"text": "Noted: billing runs on Postgres.", "user_id": "u1", "session_id": "old", "role": "assistant"},
+        {"text": "The frontend is written in Svelte", "user_id": "u1", "session_id": "old"},
+        {"text": "My cat is called Miso", "user_id": "u1", "session_id": "old"},
+        {"text": "Deploys go through Helm charts", "user_id": "u1", "session_id": "old"},
+        {"text": "We use MongoDB for the billing service", "user_id": "u2", "session_id": "other"},
+    ])
+
+
+@pytest.fixture
+def cr() -> ChatRecall:
+    engine = fake_engine()
+    seed(engine)
+    return engine
+
+
+@pytest.fixture
+def real_cr(embedded_store: Any, st_embedder: Any) -> Iterator[ChatRecall]:
+    engine = ChatRecall(store=embedded_store, embedder=st_embedder)
+    seed(engine)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+class Events(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.custom: list[tuple[str, Any]] = []
+        self.prompts: list[list[BaseMessage]] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.custom.append((name, data))
+
+    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
+        self.prompts.extend(messages)
+
+
+# ====================================================================== retriever
+def test_retriever_returns_documents_with_scores_and_why(cr: ChatRecall) -> None:
+    docs = ChatRecallRetriever(engine=cr, user_id="u1", k=3).invoke("which database for billing?")
+    assert len(docs) == 3 and all(isinstance(d, Document) for d in docs)
+    assert "Postgres" in docs[0].page_content
+    md = docs[0].metadata
+    assert md["id"] == docs[0].id and md["source"] == "memory" and md["route"] == "memory"
+    assert md["user_id"] == "u1" and md["session_id"] == "old"
+    assert set(md["components"]) >= {"relevance", "keyword"} and md["why"]
+    assert md["score"] >= docs[1].metadata["score"] >= docs[2].metadata["score"]
+    expected = [i.id for i in cr.search("which database for billing?", user_id="u1", k=3)]
+    assert [d.id for d in docs] == expected  # the adapter converts, never re-ranks
+
+
+def test_retriever_never_returns_another_users_memory(cr: ChatRecall) -> None:
+    docs = ChatRecallRetriever(engine=cr, user_id="u1", k=10).invoke("We use MongoDB for the billing service")
+    assert docs and all(d.metadata["user_id"] == "u1" for d in docs)
+    assert not any("MongoDB" in d.page_content for d in docs)
+    other = ChatRecallRetriever(engine=cr, user_id="u2", k=10).invoke("billing database")
+    assert [d.page_content for d in other] == ["We use MongoDB for the billing service"]
+
+
+def test_retriever_k_at_construction_and_per_call(cr: ChatRecall) -> None:
+    retriever = ChatRecallRetriever(engine=cr, user_id="u1", k=2)
+    assert len(retriever.invoke("billing")) == 2
+    assert len(retriever.invoke("billing", k=1)) == 1
+    assert len(retriever.invoke("billing", k=4)) == 4
+    assert len(retriever.batch(["billing", "svelte"], k=1)) == 2
+
+
+def test_retriever_session_filter(cr: ChatRecall) -> None:
+    cr.add("Billing invoices are due on the 5th", user_id="u1", session_id="new")
+    docs = ChatRecallRetriever(engine=cr, user_id="u1", session_id="new", k=4).invoke("billing")
+    assert [d.page_content for d in docs] == ["Billing invoices are due on the 5th"]
+
+
+def test_retriever_retrieve_mode_is_gated_and_includes_corpus(cr: ChatRecall) -> None:
+    retriever = ChatRecallRetriever(engine=cr, user_id="u1", mode="retrieve", k=3)
+    assert retriever.invoke("thanks, that's all") == []  # the gate says no lookup
+    docs = retriever.invoke(BILLING_Q)
+    assert docs and "Postgres" in docs[0].page_content
+    assert docs[0].metadata["route"] == "memory" and docs[0].metadata["reasons"]
+    cr.add_documents([{"text": "The refund policy allows returns within 30 days of purchase.", "title": "Refunds"}])
+    docs = retriever.invoke("According to the docs, what is the refund policy?")
+    assert docs and docs[0].metadata["source"] == "corpus" and docs[0].metadata["title"] == "Refunds"
+    assert docs[0].metadata["route"] in ("corpus", "both")
+
+
+def test_retriever_async_matches_sync(cr: ChatRecall) -> None:
+    retriever = ChatRecallRetriever(engine=cr, user_id="u1", k=3)
+    sync = retriever.invoke("billing database")
+    docs = asyncio.run(retriever.ainvoke("billing database", k=2))
+    assert [d.id for d in docs] == [d.id for d in sync[:2]]
+
+
+def test_retriever_in_an_lcel_chain(cr: ChatRecall) -> None:
+    retriever = ChatRecallRetriever(engine=cr, user_id="u1", k=2)
+    prompt = ChatPromptTemplate.from_messages([("system", "Context:\n{context}"), ("human", "{question}")])
+    llm = model("Postgres.")
+
+    def format_docs(docs: list[Document]) -> str:
+        return "\n".join(d.page_content for d in docs)
+
+    chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | llm | StrOutputParser()
+    assert chain.invoke("which database for billing?") == "Postgres."
+    assert "We use Postgres for the billing service" in llm.system_of(0)
+    assert "MongoDB" not in llm.system_of(0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"user_id": ""}, "user_id"),
+        ({"user_id": 7}, "user_id"),
+        ({"user_id": "u1", "k": 0}, "k=0"),
+        ({"user_id": "u1", "k": "3"}, "k='3'"),
+        ({"user_id": "u1", "k": None}, "k=None"),
+        ({"user_id": "u1", "mode": "magic"}, "mode='magic'"),
+        ({"user_id": "u1", "strategy": "psychic"}, "psychic"),
+        ({"user_id": "u1", "session_id": ""}, "session_id"),
+        ({"user_id": "u1", "budget_tokens": -1}, "budget_tokens"),
+    ],
+)
+def test_retriever_bad_construction_raises_chatrecall_errors(cr: ChatRecall, kwargs: dict[str, Any],
+                                                             fragment: str) -> None:
+    with pytest.raises(InvalidInputError, match=fragment):
+        ChatRecallRetriever(engine=cr, **kwargs)
+
+
+def test_retriever_bad_calls_raise_chatrecall_errors(cr: ChatRecall) -> None:
+    with pytest.raises(InvalidInputError, match="engine"):
+        ChatRecallRetriever(engine="not an engine", user_id="u1")
+    retriever = ChatRecallRetriever(engine=cr, user_id="u1")
+    with pytest.raises(InvalidInputError, match="k=0"):
+        retriever.invoke("billing", k=0)
+    with pytest.raises(InvalidInputError, match="unknown argument"):
+        retriever.invoke("billing", top_k=2)
+    with pytest.raises(InvalidInputError, match="query"):
+        retriever.invoke("   ")
+
+
+@pytest.mark.model
+def test_retriever_real_chroma_and_model_recall_paraphrase_and_isolation(real_cr: ChatRecall) -> None:
+    docs = ChatRecallRetriever(engine=real_cr, user_id="u1", k=2).invoke("what did we say about our payments datastore?")
+    assert "Postgres" in docs[0].page_content or "Postgres" in docs[1].page_content
+    assert all(d.metadata["user_id"] == "u1" for d in docs)
+    many = ChatRecallRetriever(engine=real_cr, user_id="u1", k=20).invoke("MongoDB billing")
+    assert not any("MongoDB" in d.page_content for d in many)
+    docs = asyncio.run(ChatRecallRetriever(engine=real_cr, user_id="u1", k=1).ainvoke("pet name"))
+    assert docs[0].page_content == "My cat is called Miso"
+
+
+# ====================================================================== classic memory
+def test_memory_loads_recall_and_saves_both_turns(cr: ChatRecall) -> None:
+    memory = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1", route_key="route")
+    assert memory.memory_variables == ["history", "route"]
+    out = memory.load_memory_variables({"input": BILLING_Q})
+    assert "We use Postgres for the billing service" in out["history"] and out["route"] == "memory"
+    assert "MongoDB" not in out["history"]
+    assert memory.last_result is not None and memory.last_result.memories
+    memory.save_context({"input": "We also use Redis for sessions"}, {"response": AIMessage("Noted, Redis.")})
+    records = ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s1").records()
+    assert [(r.role, r.text) for r in records] == [("user", "We also use Redis for sessions"),
+                                                   ("assistant", "Noted, Redis.")]
+    assert "We also use Redis for sessions" in memory.load_memory_variables({"input": "ok"})["history"]
+
+
+def test_memory_in_conversation_chain_injects_memory_and_pins(cr: ChatRecall) -> None:
+    cr.pin("Answer in one sentence", user_id="u1")
+    memory = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1")
+    prompt = PromptTemplate.from_template("Context:\n{history}\n\nUser: {input}\nAI:")
+    events = Events()
+    chain = ConversationChain(llm=model("Postgres.", "Svelte."), memory=memory, prompt=prompt)
+    out = chain.invoke({"input": BILLING_Q}, config={"callbacks": [events]})
+    assert out["response"] == "Postgres."
+    sent = events.prompts[0][0].text
+    assert "Answer in one sentence" in sent and "We use Postgres for the billing service" in sent
+    chain.invoke({"input": "And which framework is the frontend in, remember?"}, config={"callbacks": [events]})
+    second = events.prompts[1][0].text
+    assert f"user: {BILLING_Q}" in second and "assistant: Postgres." in second  # recent window
+    assert cr.count("u1", "s1") == 4
+
+
+def test_memory_clear_forgets_only_its_session(cr: ChatRecall) -> None:
+    memory = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1")
+    memory.clear()  # nothing stored yet: no error
+    memory.save_context({"input": "hello there"}, {"output": "hi!"})
+    assert cr.count("u1", "s1") == 2
+    memory.clear()
+    assert cr.count("u1", "s1") == 0 and cr.count("u1", "old") == 5
+
+
+def test_memory_bad_input_raises_chatrecall_errors(cr: ChatRecall) -> None:
+    with pytest.raises(InvalidInputError, match="session_id"):
+        ChatRecallMemory(engine=cr, user_id="u1", session_id="")
+    memory = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1")
+    with pytest.raises(InvalidInputError, match="input_key"):
+        memory.load_memory_variables({"a": "x", "b": "y"})
+    with pytest.raises(InvalidInputError, match="int"):
+        memory.load_memory_variables({"input": 3})
+    with pytest.raises(InvalidInputError, match="output_key"):
+        memory.save_context({"input": "x"}, {"a": "1", "b": "2"})
+    keyed = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1", input_key="q", output_key="a")
+    with pytest.raises(InvalidInputError, match="input_key='q'"):
+        keyed.load_memory_variables({"input": "x"})
+    assert cr.count("u1", "s1") == 0
+
+
+@pytest.mark.model
+def test_memory_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    memory = ChatRecallMemory(engine=real_cr, user_id="u1", session_id="s1")
+    out = memory.load_memory_variables({"input": "Remind me, what did we pick for the billing database?"})
+    assert "Postgres" in out["history"] and "MongoDB" not in out["history"]
+    memory.save_context({"input": "Our staging cluster is called Orion"}, {"output": "Orion, noted."})
+    assert real_cr.count("u1", "s1") == 2
+
+
+# ====================================================================== agent middleware
+def test_middleware_injects_recall_and_stores_turns_after_answer(cr: ChatRecall) -> None:
+    llm = model("You use Postgres.")
+    events = Events()
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="s1")],
+                         system_prompt="You are terse.")
+    out = agent.invoke(user(BILLING_Q), config={"callbacks": [events]})
+    system = llm.system_of(0)
+    assert system.startswith("You are terse.") and "We use Postgres for the billing service" in system
+    assert "MongoDB" not in system
+    assert [m.type for m in llm.calls[0]] == ["system", "human"]  # history untouched, one system message
+    state = out["chatrecall"]
+    assert state["route"] == "memory" and state["reasons"]
+    assert any("Postgres" in i["text"] for i in state["items"])
+    assert [(r.role, r.text) for r in ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s1").records()] == [
+        ("user", BILLING_Q), ("assistant", "You use Postgres.")]
+    assert state["stored"] and len(state["stored"]) == 2
+    names = [n for n, _ in events.custom]
+    assert names == ["chatrecall_injected"] and events.custom[0][1]["items"] == state["items"]
+
+
+def test_middleware_pin_tool_pin_present_next_call_and_next_turn_then_gone(cr: ChatRecall) -> None:
+    llm = model(pin_call("Always answer in metric units"), "Pinned.", "It is 5 km.",
+                unpin_call("metric"), "Unpinned.", "It is 3 miles.")
+    agent = create_agent(llm, tools=make_pin_tools(cr, "u1"),
+                         middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="s1")])
+    out = agent.invoke(user("Please always use metric units from now on"))
+    assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai"]
+    assert "Pinned: 'Always answer in metric units'" in out["messages"][2].text
+    assert "Always answer in metric units" not in llm.system_of(0)
+    assert "Always answer in metric units" in llm.system_of(1)  # right after the tool call
+    out = agent.invoke(user("How far is the station?"))
+    assert "## Pinned constraints" in llm.system_of(2) and "Always answer in metric units" in llm.system_of(2)
+    assert out["chatrecall"]["pins"][0]["text"] == "Always answer in metric units"
+    agent.invoke(user("Forget the metric rule"))
+    agent.invoke(user("How far is the lake?"))
+    assert "## Pinned constraints" not in llm.system_of(5) and "Always answer in metric units" not in llm.system_of(5)
+    assert cr.pins("u1") == []
+    stored = [r.text for r in ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s1").records()]
+    assert "Pinned." in stored and "" not in stored  # tool-call-only AI messages are not stored
+
+
+def test_middleware_ids_from_runtime_context_and_configurable(cr: ChatRecall) -> None:
+    llm = model("a", "b")
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr)])
+    out = agent.invoke(user(BILLING_Q), context={"user_id": "u2", "session_id": "x"})
+    assert "MongoDB" in llm.system_of(0) and "Postgres" not in llm.system_of(0)
+    assert cr.count("u2", "x") == 2 and out["chatrecall"]["stored"]
+    agent.invoke(user(BILLING_Q), config={"configurable": {"user_id": "u1", "thread_id": "t9"}})
+    assert "Postgres" in llm.system_of(1) and cr.count("u1", "t9") == 2
+
+
+def test_middleware_without_user_or_session_raises_chatrecall_errors(cr: ChatRecall) -> None:
+    agent = create_agent(model("a"), middleware=[ChatRecallMiddleware(cr)])
+    with pytest.raises(InvalidInputError, match="user_id"):
+        agent.invoke(user("hello"))
+    agent = create_agent(model("a"), middleware=[ChatRecallMiddleware(cr, user_id="u1")])
+    with pytest.raises(InvalidInputError, match="session_id"):
+        agent.invoke(user("hello"))
+    agent = create_agent(model("a"), middleware=[ChatRecallMiddleware(cr, user_id="u1", store_turns=False)])
+    agent.invoke(user("hello"))
+    with pytest.raises(InvalidInputError, match="k=0"):
+        ChatRecallMiddleware(cr, user_id="u1", k=0)
+    with pytest.raises(InvalidInputError, match="user_id"):
+        ChatRecallMiddleware(cr, user_id="")
+
+
+def test_middleware_async_agent(cr: ChatRecall) -> None:
+    llm = model(pin_call("Reply in French"), "D'accord.", "Postgres.")
+    agent = create_agent(llm, tools=make_pin_tools(cr, "u1"),
+                         middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="s1")])
+    asyncio.run(agent.ainvoke(user("Reply in French please")))
+    out = asyncio.run(agent.ainvoke(user(BILLING_Q)))
+    assert "Reply in French" in llm.system_of(2) and "We use Postgres for the billing service" in llm.system_of(2)
+    assert out["chatrecall"]["route"] == "memory"
+    assert cr.count("u1", "s1") == 4
+
+
+def test_middleware_does_not_store_pin_commands(cr: ChatRecall) -> None:
+    handler = PinCallbackHandler(cr, user_id="u1")
+    agent = create_agent(model("Pinned.", "Bonjour."), middleware=[ChatRecallMiddleware(cr, user_id="u1",
+                                                                                         session_id="s1")])
+    agent.invoke(user("/pin Reply in French"), config={"callbacks": [handler]})
+    assert cr.count("u1", "s1") == 0 and [p.text for p in cr.pins("u1")] == ["Reply in French"]
+    agent.invoke(user("Hello!"), config={"callbacks": [handler]})
+    assert cr.count("u1", "s1") == 2
+
+
+@pytest.mark.model
+def test_middleware_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    llm = model(pin_call("Always answer in metric units"), "Pinned.", "Postgres, as agreed.")
+    agent = create_agent(llm, tools=make_pin_tools(real_cr, "u1"),
+                         middleware=[ChatRecallMiddleware(real_cr, user_id="u1", session_id="s1")])
+    agent.invoke(user("Always answer in metric units please"))
+    out = agent.invoke(user("Remind me, what did we pick for the billing database?"))
+    system = llm.system_of(2)
+    assert "Always answer in metric units" in system and "Postgres" in system and "MongoDB" not in system
+    assert out["chatrecall"]["route"] == "memory"
+    texts = [r.text for r in ChatRecallChatMessageHistory(real_cr, user_id="u1", session_id="s1").records()]
+    assert texts[-2:] == ["Remind me, what did we pick for the billing database?", "Postgres, as agreed."]
+
+
+# ====================================================================== chat history
+def test_history_with_runnable_with_message_history(cr: ChatRecall) -> None:
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Be brief."), MessagesPlaceholder("history"), ("human", "{question}")])
+    llm = model("Answer one", "Answer two")
+    chain = RunnableWithMessageHistory(
+        prompt | llm,
+        lambda sid: ChatRecallChatMessageHistory(cr, user_id="u1", session_id=sid),
+        input_messages_key="question",
+        history_messages_key="history",
+    )
+    cfg: Any = {"configurable": {"session_id": "s2"}}
+    assert chain.invoke({"question": "first question"}, cfg).content == "Answer one"
+    assert chain.invoke({"question": "second question"}, cfg).content == "Answer two"
+    assert [(m.type, m.text) for m in llm.calls[1]] == [
+        ("system", "Be brief."), ("human", "first question"), ("ai", "Answer one"), ("human", "second question")]
+    history = ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s2")
+    assert [(type(m), m.text) for m in history.messages] == [
+        (HumanMessage, "first question"), (AIMessage, "Answer one"),
+        (HumanMessage, "second question"), (AIMessage, "Answer two")]
+    # stored turns are memories: searchable like any other
+    assert cr.search("second question", user_id="u1", k=1)[0].text == "second question"
+    assert ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s3").messages == []
+
+
+def test_history_roundtrip_roles_skip_and_clear(cr: ChatRecall) -> None:
+    history = ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s1")
+    history.add_messages([
+        SystemMessage("You are a bot"),
+        HumanMessage("run the tool", name="ana"),
+        AIMessage(content="", tool_calls=[{"name": "t", "args": {}, "id": "call-1"}]),
+        ToolMessage("tool says 42", tool_call_id="call-1"),
+        AIMessage("It is 42"),
+    ])
+    msgs = history.messages
+    assert [type(m) for m in msgs] == [SystemMessage, HumanMessage, ToolMessage, AIMessage]
+    assert msgs[1].name == "ana" and isinstance(msgs[2], ToolMessage) and msgs[2].tool_call_id == "call-1"
+    assert all(m.id for m in msgs)
+    asyncio.run(history.aadd_messages([HumanMessage("async one")]))
+    assert asyncio.run(history.aget_messages())[-1].text == "async one"
+    history.clear()
+    assert history.messages == [] and cr.count("u1", "old") == 5
+    history.clear()  # already empty: no error
+
+
+def test_history_conversions_and_bad_input(cr: ChatRecall) -> None:
+    assert message_to_turn(AIMessage(content="", tool_calls=[{"name": "t", "args": {}, "id": "1"}]),
+                           user_id="u", session_id="s") is None
+    with pytest.raises(InvalidInputError, match="message"):
+        message_to_turn("hi", user_id="u", session_id="s")  # type: ignore[arg-type]
+    rec = ChatRecallChatMessageHistory(cr, user_id="u1", session_id="old").records()[0]
+    assert isinstance(record_to_message(rec), HumanMessage) and record_to_message(rec).id == rec.id
+    with pytest.raises(InvalidInputError, match="user_id"):
+        ChatRecallChatMessageHistory(cr, user_id="__x__", session_id="s")
+    with pytest.raises(InvalidInputError, match="engine"):
+        ChatRecallChatMessageHistory(None, user_id="u", session_id="s")  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_history_real_chroma_survives_a_new_engine(embedded_store: Any, st_embedder: Any) -> None:
+    first = ChatRecall(store=embedded_store, embedder=st_embedder)
+    ChatRecallChatMessageHistory(first, user_id="u1", session_id="s1").add_messages(
+        [HumanMessage(f"question number {i}") if i % 2 == 0 else AIMessage(f"answer number {i}") for i in range(8)])
+    first.close()
+    second = ChatRecall(store=embedded_store, embedder=st_embedder)  # e.g. another process
+    msgs = ChatRecallChatMessageHistory(second, user_id="u1", session_id="s1").messages
+    assert [m.text for m in msgs] == [f"{'question' if i % 2 == 0 else 'answer'} number {i}" for i in range(8)]
+    assert [m.type for m in msgs] == ["human", "ai"] * 4
+    second.close()
+
+
+# ====================================================================== pins
+def _pin_chain(cr: ChatRecall, llm: RecordingChatModel) -> Any:
+    memory_prompt = ChatPromptTemplate.from_messages([("system", "{context}"), ("human", "{question}")])
+    retrieve = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1")
+    return {"context": lambda x: retrieve.load_memory_variables({"input": x["question"]})["history"],
+            "question": lambda x: x["question"]} | memory_prompt | llm
+
+
+def test_pin_callback_pins_then_unpins_across_turns(cr: ChatRecall) -> None:
+    llm = model("ok", "Bonjour", "ok", "Hello")
+    chain = _pin_chain(cr, llm)
+    handler = PinCallbackHandler(cr, user_id="u1")
+    cfg: Any = {"callbacks": [handler]}
+    chain.invoke({"question": "/pin Always answer in French"}, cfg)
+    assert [r.message for r in handler.results] == ["Pinned: 'Always answer in French'"]  # once, not per callback
+    chain.invoke({"question": "How are you?"}, cfg)
+    assert "Always answer in French" in llm.system_of(1)
+    chain.invoke({"question": "/unpin french"}, cfg)
+    chain.invoke({"question": "How are you now?"}, cfg)
+    assert "French" not in llm.system_of(3)
+    assert [r.command.action for r in handler.results] == ["pin", "unpin"] and handler.errors == []
+
+
+def test_pin_callback_on_model_only_and_repeated_commands(cr: ChatRecall) -> None:
+    handler = PinCallbackHandler(cr, user_id="u1", session_id="s1")
+    llm = model("a", "b", "c", "d").with_config(callbacks=[handler])
+    llm.invoke([HumanMessage("/pin short answers")])
+    llm.invoke([HumanMessage("/unpin short answers")])
+    llm.invoke([HumanMessage("/pin short answers")])  # same text again after unpin: applied again
+    assert [p.text for p in cr.pins("u1", "s1")] == ["short answers"] and cr.pins("u1", "s2") == []
+    llm.invoke([HumanMessage("/pins"), AIMessage("x"), HumanMessage("/pins")])
+    assert "short answers" in handler.results[-1].message
+
+
+def test_pin_callback_errors_recorded_or_raised(cr: ChatRecall) -> None:
+    handler = PinCallbackHandler(cr, user_id="u1")
+    chain = _pin_chain(cr, model("a", "b", "c"))
+    chain.invoke({"question": "/unpin nothing-like-this"}, {"callbacks": [handler]})
+    chain.invoke({"question": "/pin"}, {"callbacks": [handler]})
+    assert [type(e) for e in handler.errors] == [NotFoundError, InvalidInputError] and handler.results == []
+    strict = PinCallbackHandler(cr, user_id="u1", raise_error=True)
+    with pytest.raises(NotFoundError, match="nothing-like-this"):
+        chain.invoke({"question": "/unpin nothing-like-this"}, {"callbacks": [strict]})
+
+
+def test_pin_tools_direct_and_limits() -> None:
+    cr = fake_engine(pins=PinConfig(max_pins=1))
+    pin, unpin, list_pins = make_pin_tools(cr, "u1")
+    assert [t.name for t in (pin, unpin, list_pins)] == ["pin_constraint", "unpin_constraint", "list_pins"]
+    assert pin.invoke({"text": "Use metric units"}) == "Pinned: 'Use metric units'"
+    over = pin.invoke({"text": "Reply in French"})
+    assert over.startswith("Error") and "max_pins" in over  # returned to the model, not raised
+    assert "Use metric units" in list_pins.invoke({})
+    assert "german" in unpin.invoke({"pin": "german"})
+    assert unpin.invoke({"pin": "metric"}) == "Unpinned: 'Use metric units'"
+    assert list_pins.invoke({}) == "No pinned constraints."
+    with pytest.raises(InvalidInputError, match="user_id"):
+        make_pin_tools(cr, "")
+
+
+@pytest.mark.model
+def test_pin_callback_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    llm = model("ok", "Bonjour", "ok", "Hello")
+    chain = _pin_chain(real_cr, llm)
+    handler = PinCallbackHandler(real_cr, user_id="u1")
+    chain.invoke({"question": "/pin Always answer in French"}, {"callbacks": [handler]})
+    chain.invoke({"question": "Remind me what database billing uses?"}, {"callbacks": [handler]})
+    assert "Always answer in French" in llm.system_of(1) and "Postgres" in llm.system_of(1)
+    chain.invoke({"question": "/unpin Always answer in French"}, {"callbacks": [handler]})
+    chain.invoke({"question": "Remind me what database billing uses?"}, {"callbacks": [handler]})
+    assert "French" not in llm.system_of(3) and real_cr.pins("u1") == []
