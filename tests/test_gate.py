@@ -1,0 +1,430 @@
+"""Tests of the retrieval gate (chatrecall.core._gate)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chatrecall.core._errors import ConfigError, InvalidInputError
+from chatrecall.core._gate import (
+    CORRECTION,
+    DEFAULT_PATTERNS,
+    Gate,
+    GateConfig,
+    GatePattern,
+    _analyse,
+)
+from chatrecall.core._types import GateDecision, Route
+
+
+@pytest.fixture(scope="module")
+def gate() -> Gate:
+    return Gate()
+
+
+# --- required examples -------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("message", "route"),
+    [
+        ("How are you?", Route.NONE),
+        ("Remember that cheese project?", Route.MEMORY),
+        ("What does TriBridConfig do?", Route.CORPUS),
+        ("That is cool", Route.NONE),
+        ("what about that function?", Route.MEMORY),
+        ("no, I meant the earlier thing", Route.MEMORY),
+        ("thanks!", Route.NONE),
+        ("ok cool", Route.NONE),
+    ],
+)
+def test_required_examples(gate: Gate, message: str, route: Route) -> None:
+    assert gate.decide(message).route is route
+
+
+def test_required_correction_example(gate: Gate) -> None:
+    d = gate.decide("no, I meant the earlier thing")
+    assert d.correction is True
+    assert d.route is Route.MEMORY
+    assert any(r.category == CORRECTION for r in d.reasons)
+
+
+# --- categories ----------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "As we discussed, use Postgres for the queue.",
+        "Like you said, keep the answers short.",
+        "In our last conversation you listed three options.",
+        "You mentioned a book on habits, which one was it?",
+        "We talked about the budget last week.",
+    ],
+)
+def test_explicit_references_route_to_memory_strongly(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route.wants_memory
+    assert any(r.category == "explicit" and r.weight >= 0.9 for r in d.reasons)
+    assert d.memory_score >= 0.9
+    if d.route is Route.MEMORY:
+        assert d.confidence > 0.8
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "that function is too slow",
+        "this error keeps happening",
+        "can you fix those files?",
+        "I want the other one",
+        "same thing for the staging server",
+        "what about it?",
+        "Is it treatable?",
+        "What are its symptoms?",
+    ],
+)
+def test_continuity_routes_to_memory(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route.wants_memory, d.explain()
+    assert any(r.category == "continuity" for r in d.reasons)
+
+
+@pytest.mark.parametrize(
+    "message", ["That is cool", "that's great", "this is nice", "That\u2019s great!", "this is awesome", "It's fine"]
+)
+def test_deictic_with_copula_and_adjective_does_not_fire(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route is Route.NONE
+    assert not any(r.category == "continuity" for r in d.reasons)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["What did we decide earlier?", "do it like before", "last time you suggested pasta",
+     "yesterday we fixed the login bug", "as previously agreed, ship on Monday"],
+)
+def test_temporal_markers_route_to_memory(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route.wants_memory, d.explain()
+    assert any(r.category in ("temporal", "explicit") for r in d.reasons)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Do you remember my sister's name?", "Can you recall the hotel I liked?", "remind me what the plan was",
+     "what did I say about the deadline", "what was that?"],
+)
+def test_recall_verbs_route_to_memory(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route.wants_memory
+    assert any(r.category == "recall" for r in d.reasons)
+
+
+@pytest.mark.parametrize("message", ["remind me to call mom tomorrow", "What is a product recall?"])
+def test_recall_words_that_are_not_recall(gate: Gate, message: str) -> None:
+    assert not gate.decide(message).route.wants_memory
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["I prefer vegan food, what should I cook tonight?", "can you help me find a hotel for my trip?",
+     "recommend me a laptop", "Which of these is suitable for me?"],
+)
+def test_personal_needs_route_to_memory(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route.wants_memory, d.explain()
+    assert any(r.category == "personal" for r in d.reasons)
+
+
+def test_a_lone_possessive_is_too_weak(gate: Gate) -> None:
+    d = gate.decide("my day was fine")
+    assert d.route is Route.NONE
+    assert d.memory_score > 0  # "my" fired, but below the threshold
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["How are you?", "thanks!", "ok cool", "hi", "great", "Good morning!", "Thank you so much!",
+     "haha nice", "Got it.", "See you tomorrow!", "I'm good, how about you?"],
+)
+def test_small_talk_routes_to_none(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route is Route.NONE
+    assert d.confidence > 0.5
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["What does TriBridConfig do?", "How does BM25 work?", "Explain the retry policy", "define idempotent",
+     "What is the difference between TCP and UDP?"],
+)
+def test_knowledge_questions_route_to_corpus(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.route is Route.CORPUS, d.explain()
+    assert d.corpus_score >= 0.5
+
+
+def test_both_when_memory_and_corpus_pass(gate: Gate) -> None:
+    d = gate.decide("What are its symptoms?")
+    assert d.route is Route.BOTH
+    assert d.route.wants_memory and d.route.wants_corpus
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["no, I meant the earlier thing", "not that one", "that's not what I asked", "wrong one",
+     "No, I mean the last option you suggested.", "you misunderstood me, I was asking about trains"],
+)
+def test_corrections(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert d.correction is True, d.explain()
+    assert d.route.wants_memory
+
+
+@pytest.mark.parametrize("message", ["What is the capital of France?", "thanks!", "Remember that cheese project?"])
+def test_non_corrections(gate: Gate, message: str) -> None:
+    assert gate.decide(message).correction is False
+
+
+def test_correction_routes_to_memory_even_against_small_talk() -> None:
+    cfg = GateConfig(extra_patterns=(
+        GatePattern(category="smalltalk", regex=r"\bnope\b", weight=5.0, target="none"),
+    ))
+    d = Gate(cfg).decide("nope, not that one")
+    assert d.correction is True
+    assert d.route is Route.MEMORY
+
+
+# --- decision contents -------------------------------------------------------------
+
+def test_reasons_name_every_fired_pattern_with_original_text(gate: Gate) -> None:
+    d = gate.decide("Remember THAT Cheese project?")
+    assert isinstance(d, GateDecision)
+    matches = {r.match for r in d.reasons}
+    assert "Remember" in matches
+    assert "THAT Cheese" in matches  # original casing, not the lowered text
+    regexes = {p.regex for p in DEFAULT_PATTERNS}
+    for r in d.reasons:
+        assert r.pattern in regexes
+        assert r.match
+    assert "recall" in d.explain()
+
+
+def test_scores_are_sums_of_reason_weights(gate: Gate) -> None:
+    d = gate.decide("As we discussed, what are its symptoms?")
+    by_target = {p.regex: p.target for p in DEFAULT_PATTERNS}
+    mem = sum(r.weight for r in d.reasons if by_target[r.pattern] == "memory")
+    corp = sum(r.weight for r in d.reasons if by_target[r.pattern] == "corpus")
+    assert math.isclose(d.memory_score, mem)
+    assert math.isclose(d.corpus_score, corp)
+
+
+def test_reasons_are_ordered_by_position(gate: Gate) -> None:
+    msg = "what about that function we talked about yesterday?"
+    d = gate.decide(msg)
+    starts = [msg.lower().find(r.match.lower()) for r in d.reasons]
+    assert starts == sorted(starts)
+
+
+def test_no_trigger_means_none_with_high_confidence(gate: Gate) -> None:
+    d = gate.decide("Pizza.")
+    assert d.route is Route.NONE
+    assert d.reasons == ()
+    assert d.confidence > 0.8
+    assert "no trigger" in d.explain()
+
+
+@given(st.text(min_size=1, max_size=200).filter(lambda s: not s.isspace()))
+@settings(max_examples=200, deadline=None)
+def test_any_text_gives_a_valid_decision(text: str) -> None:
+    d = Gate().decide(text)
+    assert 0.0 <= d.confidence <= 1.0
+    assert isinstance(d.route, Route)
+
+
+def test_long_and_adversarial_messages_finish(gate: Gate) -> None:
+    # Possessive/atomic groups keep these linear; a catastrophic pattern would hang here.
+    for msg in ("ok " * 5000 + "x", "good night " * 3000 + "?", "that " * 5000, "a" * 50000, "it " * 5000):
+        assert isinstance(gate.decide(msg), GateDecision)
+
+
+def test_curly_apostrophes_are_normalised(gate: Gate) -> None:
+    assert gate.decide("That\u2019s not what I asked").correction is True
+
+
+def test_unicode_whose_lowercase_changes_length(gate: Gate) -> None:
+    d = gate.decide("\u0130stanbul trip: remember the hotel?")  # "İ".lower() is two code points
+    assert d.route.wants_memory
+
+
+# --- invalid input -----------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [None, 42, b"bytes", ["hi"]])
+def test_non_str_raises(gate: Gate, bad: object) -> None:
+    with pytest.raises(InvalidInputError, match="must be str"):
+        gate.decide(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "\n\t"])
+def test_empty_raises(gate: Gate, bad: str) -> None:
+    with pytest.raises(InvalidInputError, match="empty"):
+        gate.decide(bad)
+
+
+# --- configuration -------------------------------------------------------------------
+
+def test_bad_regex_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match=re.escape("(unclosed")):
+        GatePattern(category="explicit", regex="(unclosed", weight=1.0, target="memory")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"category": "", "regex": "x", "weight": 1.0, "target": "memory"}, "category"),
+        ({"category": "c", "regex": "", "weight": 1.0, "target": "memory"}, "regex"),
+        ({"category": "c", "regex": "a*", "weight": 1.0, "target": "memory"}, "empty string"),
+        ({"category": "c", "regex": "x", "weight": float("nan"), "target": "memory"}, "weight"),
+        ({"category": "c", "regex": "x", "weight": True, "target": "memory"}, "weight"),
+        ({"category": "c", "regex": "x", "weight": 1.0, "target": "elsewhere"}, "elsewhere"),
+    ],
+)
+def test_gate_pattern_validation(kwargs: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        GatePattern(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"memory_threshold": 0}, "memory_threshold"),
+        ({"corpus_threshold": -1.0}, "corpus_threshold"),
+        ({"confidence_slope": float("inf")}, "confidence_slope"),
+        ({"patterns": ("x",)}, "patterns"),
+        ({"patterns": (), "extra_patterns": ()}, "at least one pattern"),
+        ({"category_weights": {"personal": -1}}, "personal"),
+        ({"category_weights": ["personal"]}, "category_weights"),
+    ],
+)
+def test_gate_config_validation(kwargs: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        GateConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_gate_rejects_a_non_config() -> None:
+    with pytest.raises(ConfigError, match="GateConfig"):
+        Gate("strict")  # type: ignore[arg-type]
+
+
+def test_extra_patterns_and_category_weights() -> None:
+    extra = GatePattern(category="explicit", regex=r"\bper our call\b", weight=1.0, target="memory")
+    assert Gate().decide("Per our call, send the invoice").route is Route.NONE
+    assert Gate(GateConfig(extra_patterns=(extra,))).decide("Per our call, send the invoice").route is Route.MEMORY
+    no_personal = Gate(GateConfig(category_weights={"personal": 0.0}))
+    d = no_personal.decide("recommend me a laptop")
+    assert d.route is Route.NONE
+    assert not any(r.category == "personal" for r in d.reasons)
+    doubled = Gate(GateConfig(category_weights={"personal": 2.0})).decide("my day was fine")
+    assert doubled.route is Route.MEMORY
+
+
+def test_thresholds_change_routes() -> None:
+    msg = "this error keeps happening"  # continuity 0.6
+    assert Gate(GateConfig(memory_threshold=0.5)).decide(msg).route is Route.MEMORY
+    assert Gate(GateConfig(memory_threshold=0.7)).decide(msg).route is Route.NONE
+
+
+def test_negative_weights_push_away() -> None:
+    veto = GatePattern(category="veto", regex=r"\bhypothetically\b", weight=-2.0, target="memory")
+    d = Gate(GateConfig(extra_patterns=(veto,))).decide("hypothetically, what about that function?")
+    assert d.route is Route.NONE or not d.route.wants_memory
+
+
+def test_uppercase_and_unindexable_patterns_still_work() -> None:
+    extras = (
+        GatePattern(category="x", regex=r"\bTICKET-\d+\b", weight=1.0, target="memory"),    # uppercase
+        GatePattern(category="x", regex=r"\w+ingly\b", weight=1.0, target="memory"),        # no first word
+        GatePattern(category="x", regex=r"\b(\w+) \1\b", weight=1.0, target="memory"),      # backreference
+        GatePattern(category="x", regex=r"(?i)\bzorp\b", weight=1.0, target="memory"),      # global flag
+    )
+    g = Gate(GateConfig(patterns=(), extra_patterns=extras))
+    assert g.decide("see ticket-42 please").route is Route.MEMORY
+    assert g.decide("she smiled knowingly").route is Route.MEMORY
+    assert g.decide("it was very very late").route is Route.MEMORY
+    assert g.decide("ZORP").route is Route.MEMORY
+    assert g.decide("nothing here").route is Route.NONE
+
+
+# --- first-word analysis: indexing never changes what matches ------------------------------
+
+@pytest.mark.parametrize(
+    ("regex", "words", "mode"),
+    [
+        (r"\bthat\b", {"that"}, "at"),
+        (r"\b(?:that|those)\s+\w+", {"that", "those"}, "at"),
+        (r"\bremember(?:ed|s)?\b", {"remember", "remembered", "remembers"}, "at"),
+        (r"(?<=\w\s)it\b", {"it"}, "at"),
+        (r"^\W*(?:hi|hello)\W*$", {"hi", "hello"}, "first"),
+        (r"(?:^|[.!?]\s*)what\b", {"what"}, "search"),
+    ],
+)
+def test_analyse_derives_first_words(regex: str, words: set[str], mode: str) -> None:
+    trig = _analyse(regex)
+    assert trig is not None
+    assert set(trig.words) == words
+    assert trig.mode == mode
+
+
+@pytest.mark.parametrize("regex", [r"that", r"\w+ing\b", r"\bfoo\w*", r"\?\s*$", r"[a-z]+\b", r"\bx\B"])
+def test_analyse_refuses_what_it_cannot_prove(regex: str) -> None:
+    assert _analyse(regex) is None
+
+
+def _brute_force(config: GateConfig, message: str) -> Counter[str]:
+    """Every pattern searched on its own: what the indexed gate must reproduce."""
+    low = message.replace("\u2019", "'").lower()
+    fired: Counter[str] = Counter()
+    for p in config.patterns + config.extra_patterns:
+        if p.weight * config.category_weights.get(p.category, 1.0) == 0:
+            continue
+        flags = re.IGNORECASE if any(c.isupper() for c in re.sub(r"\\.", "", p.regex)) else 0
+        if re.search(p.regex, low, flags):
+            fired[p.regex] += 1
+    return fired
+
+
+_VOCAB = [
+    "that", "this", "those", "these", "it", "its", "the", "other", "one", "ones", "same", "what", "about",
+    "how", "are", "you", "is", "was", "cool", "great", "thanks", "ok", "remember", "recall", "remind", "me",
+    "we", "discussed", "said", "mentioned", "earlier", "before", "last", "time", "yesterday", "my", "i",
+    "prefer", "recommend", "no", "meant", "not", "wrong", "function", "error", "files", "there", "again",
+    "help", "find", "for", "does", "do", "explain", "why", "which", "and", "so", "hi", "good", "morning",
+    "?", "!", ",", ".", "'s", "\u2019s", "TriBridConfig", "Is", "What", "THAT",
+]
+
+
+@given(st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=14))
+@settings(max_examples=400, deadline=None)
+def test_indexed_gate_matches_brute_force_search(words: list[str]) -> None:
+    message = " ".join(words)
+    cfg = GateConfig()
+    got = Counter(r.pattern for r in _GATE.decide(message).reasons)
+    assert got == _brute_force(cfg, message), message
+
+
+_GATE = Gate()
+
+
+def test_indexed_gate_matches_brute_force_on_examples() -> None:
+    cfg = GateConfig()
+    for message in (
+        "Remember that cheese project?", "no, I meant the earlier thing", "What does TriBridConfig do?",
+        "Ok, so what about the other one? Thanks!", "I'd like to stay there. Is it safe for my kids?",
+        "  ...hi!!", "That's great, thanks", "Which of these is suitable for me?",
+    ):
+        got = Counter(r.pattern for r in _GATE.decide(message).reasons)
+        assert got == _brute_force(cfg, message), message
