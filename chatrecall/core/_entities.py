@@ -1,10 +1,12 @@
 """LLM-free entity extraction: compiled regexes plus word lists.
 
 The extractor runs on every stored turn and on every query, so it is built
-for speed. Every regex is compiled once at import and starts with a literal or
-a narrow character class, so the regex engine skips the text in C; passes
-that cannot match (no digit, no slash, no quote, no date word...) are skipped
-with a substring or set test.
+for speed. Every regex is compiled once at import. The ones that scan the text
+start with a literal or a rare character class, so the regex engine skips
+ahead in C; the many-branch date and quantity patterns are never scanned but
+only tried with ``match`` at anchors (digit runs, date words). Passes that
+cannot match (no digit, no slash, no quote, no date word...) are skipped with
+a substring or set test.
 
 Passes run in priority order and claim the characters they match, so a later
 pass never re-reads them (``src/app/main.py`` is one path, not a path plus an
@@ -22,7 +24,7 @@ Quoted text (``"..."``, ``'...'``, backticks) is found independently and does
 not claim characters, so entities inside a quote are found as well.
 
 A capitalised word that starts a sentence is only a name when it is not a
-common English word: a stopword list covers function words everywhere, and a
+common English word: a stopword list covers function words everywhere, and an
 8,000-word lexicon of frequent lowercase English words (taken from the
 frequency order of a BPE vocabulary, minus proper nouns and first names)
 covers sentence openers such as "Painting", "Great" or "Setbacks".
@@ -36,8 +38,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from importlib import resources
 
-from ._errors import InvalidInputError
+from ._errors import ConfigError, InvalidInputError
 from ._types import Entity
 
 __all__ = ["DEFAULT_STOPWORDS", "RegexEntityExtractor", "fold_key"]
@@ -66,7 +69,7 @@ DEFAULT_STOPWORDS: frozenset[str] = _words("""
     unlike until up upon via with within without
     and or nor so yet because although though while whereas whether if unless once
     when whenever where wherever why how what which who whom whose whatever whichever whoever
-    am is are was were be been being have has had having do does did doing done will would shall should
+    am is are was were be been being have has had having do does did doing done would shall should
     can could may might must need ought let lets let's get got gets getting go goes going went gone
     make made
     not yes yeah yea yep yup nope nah very really just also too then there here now still even only
@@ -130,616 +133,9 @@ _SENTENCE_COMMON: frozenset[str] = _words("""
 
 #: Frequent lowercase English words (8,000 lemmas), used only for capitalised
 #: sentence openers: a sentence-initial single word found here is not a name.
-_LEXICON: frozenset[str] = _words("""
-    abandon abandoned abc abdominal ability able abnormal aboard abortion abroad abrupt abs absence absent
-    absolute absorb absorbed absorption abstract absurd abundance abundant abuse abused abusive academic acc
-    accelerate accelerated acceleration accent accept acceptable acceptance accepted accepting access accessed
-    accessibility accessible accessory accident accidental accidentally acclaimed accommodate accommodation
-    accompanied accompany accompanying accomplish accomplished accord accordance according accordingly account
-    accountability accountable accounted accounting accredited accumulate accumulated accumulation accuracy
-    accurate accurately accused accusing accustomed ace achieve achieved achievement achieving acid acknowledge
-    acknowledged acoustic acquire acquired acquiring acquisition acre act acted acting action activate activated
-    activation active actively activism activist activity actor actress actual acute ada adapt adaptation
-    adapted adaptive add added addict addicted addiction adding addition additional address addressed addressing
-    adequate adequately adhere adjacent adjust adjustable adjusted adjusting adjustment administer administered
-    administration administrative administrator admire admission admit admitted admitting adolescent adopt
-    adopted adopting adoption adorable ads adult advance advanced advancement advancing advantage advent
-    adventure adverse advertised advertisement advertising advice advise advised adviser advisor advisory
-    advocacy advocate aerial aesthetic affair affect affected affecting affection affiliate affiliated
-    affiliation affinity afford affordable aforementioned afraid aftermath afternoon afterward afterwards age
-    aged agency agenda agent aggregate aggregation aggression aggressive aggressively aging ago agree agreed
-    agreeing agreement agricultural agriculture ahead aid aide aim aimed aiming ain air aircraft aired airline
-    airplane airport ajax akin alarm albeit album alcohol alcoholic alert algebra algorithm alias alien align
-    aligned alignment alike alive alla allegations alleged allegedly allergic alley allied allocated allocation
-    allow allowance allowed allowing alloy ally alone alongside alpha alphabet als alt alta altar alter altered
-    alternate alternative altitude alto altogether aluminium aluminum alumni amateur amazed ambassador ambient
-    ambiguous ambition ambitious ambulance amend amended amendments amenities ami amino ammunition amongst amor
-    amount amp ample amplitude anal analog analogy analysis analyst analytical analyze analyzed analyzing
-    ancestor anchor ancient ang anger angle angry animal animated animation animator anime ankle annex
-    anniversary announce announced announcement announcing annoyed annoying annual annually anonymous answer
-    answered answering ant antenna anterior anthem anti antibiotics anticipated anticipation antique anxiety
-    anxious anymore anytime anywhere apart apartment aperture api apologize apologized apology app apparatus
-    apparel apparent apparently appeal appealed appealing appear appearance appeared appearing appetite apples
-    appliances applicable applicant application applied apply applying appoint appointed appointment appreciate
-    appreciated appreciation approach approached approaches approaching appropriate appropriately approval
-    approve approved approx approximate approximately approximation apt arbitrary arbitration arc arcade arch
-    architect architectural architecture archive archived area aren arena arguably argue argued arguing argument
-    aria arise arising arithmetic arm armed armies armor armour aroma arose arrange arranged arrangement array
-    arrest arrested arrival arrive arrived arriving arrow arte arthritis article artifact artificial artillery
-    artist artistic artwork ascending ashamed aside ask asked asking asleep aspect asphalt aspirations ass
-    assassination assault assaulted assemble assembled assert asserted asserting assertion assess assessed
-    assessing assessment asset assign assigned assignment assist assistance assistant assisted assisting
-    associate associated associations assortment assume assumed assuming assumption assurance assure assured
-    asteroid asthma aston astonishing astro astronaut asylum ate athlete athletic atmosphere atmospheric atom
-    atomic atop attach attached attachment attack attacked attacker attacking attain attempt attempted
-    attempting attend attendance attended attendees attending attention attitude attorney attract attracted
-    attracting attraction attractive attribute attributed auction audience audio audit auditor auf augmented
-    aunt aura aus authentic authentication authenticity author authority authorization authorized autism auto
-    automated automatic automatically automation automobile automotive autonomous autonomy autumn aux auxiliary
-    avail availability available avant avatar average averaged averaging aviation avid avoid avoided avoiding
-    await awaiting awake award awarded aware awareness away awe awful awhile awkward axe axis babe baby back
-    backdrop backed background backing backlash backpack backup backward backyard bacon bacteria bacterial bad
-    badge badly bag bail bait baked baking bal balance balanced balancing balcony ball balloon ballot bam ban
-    banana banco band bandwidth bank banking bankrupt bankruptcy banned banner banning bar bard bare barely
-    bargain bargaining bark barr barrel barrier bas base baseball based baseline basement basic basin basis
-    basket basketball bass bat batch bath bathroom batter battery batting battle battlefield battling beach
-    beaches beacon beads beam bean bear beard bearing beast beat beaten beating beautiful beautifully beauty
-    became become becoming bed bedroom bee beef beer beforehand beg began begin beginning begun behalf behave
-    behavior behavioral behaviour behold bei bel belief believe believed believing belly belong belonged
-    belonging beloved belt bench bend bending beneficial benefit benefited bent best bet beta betray better
-    betting beverage bey bias biased biblical bicycle bid bidding bien big bigger biggest bike bikini bilateral
-    billed billing billion billionaire bills bin binary bind binding bio biography biological biology bird birth
-    birthday bis bisexual bit bitch bite bitter bizarre black blade blah blame blamed bland blank blanket blast
-    bleeding blend blended blending bless blessed blessing blew blind blink bloc block blocked blocking blog
-    blogger blond blonde blood bloody blow blowing blown blue blunt blur board boarding boasts boat bodily body
-    bog boil boiler boiling bold bolt bomb bomber bombing bon bond bone bonus boo book booked booking boom boost
-    booster boot booth border bore bored boring born borrow borrowed borrowing boss bot bother bothered bottle
-    bottom bought bounce bound boundary bounty bourgeois bout boutique bow bowl box boxing boy boycott boyfriend
-    bra brace bracket brain brake bran branch brand branded branding brass brave breach bread breadth break
-    breakdown breakfast breaking breakthrough breast breath breathe breathing bred breed breeding breeze brew
-    brewery brick bride bridge brief briefing briefly bright brighter brightness brilliant bring bringing bro
-    broad broadband broadcast broadcasting broader broadly broke broken broker bronze brother brought brows
-    browser brunette brush brutal bubble buck bucket budget buff buffer bug build builder building built bulb
-    bulk bull bullet bullshit bullying bump bun bunch bundle bundled bunk burden burger burial buried burn
-    burned burning burnt burst bury bus business businessman bust busy butt butter butterfly button buy buyer
-    buying buzz bypass byte cab cabin cabinet cable cache cad caf cafe cage cake cal calcium calculate
-    calculated calculating calculation calendar call called caller calling calm cam came camel camera camp
-    campaign campaigning camping campo campus canal cancel canceled cancellation cancelled cancer candidate
-    candle candy cannabis cannon cannot canonical canvas cap capability capable capacity capita capital
-    capitalism capitalist capsule capt capture captured capturing car cara carbon card cardboard cardiac
-    cardiovascular care cared career careful carefully cargo caring carousel carp carpet carriage carried
-    carrier carry carrying cart cartoon cartridge carved cas casa cascade case cash casino cast casting casual
-    cat catalog catalogue catalyst catastrophic catch catching category cater catering cattle caught cause
-    caused causing caution cautious cave cavity cease ceiling celebrate celebrated celebrating celebration
-    celebrity cell cellular cement censorship census cent center centered central centre centro century ceramic
-    ceremony certain certainty certificate certification certified cha chain chair chairman chalk challenge
-    challenged challenging chamber champ champion chan chance chang change changed changing channel chant chaos
-    chaotic chapter char character characteristic characterized charge charged charging charitable charity charm
-    charming chart charter chasing chassis chat chatting che cheap cheaper cheat cheating check checked checking
-    checkpoint cheek cheer cheese chef chemical chemistry cher cherry chess chest chew chi chick chicken chief
-    child childhood children chill chin chip cho chocolate choice choose choosing chop chopped chord chorus
-    chose chosen chromosome chronic chunk church cid cigar cigarette cinema cinnamon cipher circa circle circuit
-    circular circulating circulation circumstance citation cite cited citing citizen citizenship city ciudad
-    civic civil civilian civilization claim claimed claiming clan clarify clarity clash class classic classical
-    classification classified classify classroom clause claw clean cleaned cleaner cleaning cleanup clear
-    clearance cleared clearer clearing clearly clerk clever click clicked clicking client climate climb climbed
-    climbing clinic clinical clip clock clone close closed closely closer closest closet closing closure cloth
-    clothes clothing cloud club clue cluster clutch coach coaches coaching coal coalition coarse coast coastal
-    coat coated coating cocaine cock cocktail coconut cod code coded coding coefficient coffee cognitive
-    coherent coil coin coincidence col cold collaborate collaboration collaborative collapse collapsed collar
-    collateral colleague collect collected collecting collection collective collectively collector college
-    collision colon colonial colony color colored colorful coloring colour column columnist com comb combat
-    combination combine combined combining combo come comeback comedian comedy comfort comfortable comfortably
-    comic coming command commanded commander commence comment commentary commented commenting commercial
-    commercially commissioned commissions commit commitment committed committees committing commodity common
-    commonly communal communicate communicating communication community como compact companion company
-    comparable comparative compare compared comparing comparison compartment compass compassion compatibility
-    compatible compelled compelling compensate compensation compete competence competent competing competition
-    competitive competitor compilation compiled compiler compiling complain complained complaining complaint
-    complement complementary complete completed completely completing completion complex complexity compliance
-    compliant complicated complications compliment comply component compose composed composer composite
-    composition compound comprehend comprehensive compressed compression comprise comprised comprising
-    compromise compromised computation computational compute computed computer computing con conceal concealed
-    conceived concentrate concentrated concentration concept conception conceptual concern concerned concerning
-    concert conclude concluded conclusion concrete concurrent condemn condemned condition conditional
-    conditioning condo condom conduct conducted conducting cone conference confess confession confidence
-    confident confidential configuration configured confined confirm confirmation confirmed confirming conflict
-    conflicting conform confront confrontation confronted confused confusing confusion congestion congressional
-    conjunction connect connected connecting connection connectivity connector conquer conscience conscious
-    consciousness consecutive consensus consent consequence consequently conservation conservative consider
-    considerable considerably consideration considered considering consist consisted consistency consistent
-    consistently consisting console conspiracy constant constantly constitute constitution constitutional
-    constrained constraint construct constructed constructing construction constructive consult consultant
-    consultation consulting consume consumed consumer consuming consumption contact contacted contain contained
-    container containing containment contaminated contamination contemporary contempt contend contender content
-    contention contest contested context continent continental continually continuation continue continued
-    continuing continuity continuous continuously contra contract contracted contractor contradiction contrary
-    contrast contribute contributed contributing contribution contributor control controlled controller
-    controlling controversial controversy convenience convenient convent convention conventional convergence
-    conversation conversion convert converted converting convey convicted conviction convince convinced
-    convincing cook cooked cookie cooking cooler cooling cooperate cooperation cooperative coordinate
-    coordinated coordination coordinator cop cope copied copper copy copying coral cord core corn corner
-    corporate corporations corpse corpus correct corrected correction correctly correlated correlation
-    correspond correspondence correspondent corresponding corridor corrosion corrupt corrupted corruption cortex
-    cosmetic cosmic cost costing costly costume cot cottage cotton couch cough couldn counsel counseling count
-    countdown counted counter counterpart counties counting countless country countryside coup couple coupled
-    courage course court courtesy cousin cover coverage covered covering covert cow cozy cpu crack cracked
-    cracking craft crafted crank crap crash crashed crashing crate crawl crazy cream creamy create created
-    creating creation creative creativity creator creature credentials credibility credible credit credited
-    creep creepy crew cricket cried crime criminal crisis crisp criteria criterion critic critical critically
-    criticism criticized critique crop crore cross crossed crossing crossover crow crowd crowded crown crucial
-    crude cruel cruelty cruise crunch crush crushed crushing crust cry crying crypt crystals cube cubic cue
-    cuisine culinary cult cultivation cultural culture cum cumulative cup curated curb cure curiosity curious
-    curl currency current currently curriculum curse curtain curve curved cushion custody custom customer
-    customized cut cute cutting cyber cycle cycling cylinder dad daemon dagger daily dairy dal dam damage
-    damaged damaging damn damp dance dancing danger dangerous dans dare dark darker darkness das dash dat data
-    database date dated dating daughter day daylight dead deadline deadly deaf deal dealer dealing dealt death
-    debate debris debt debut debuted dec decade decay deceased decent decide decided deciding decimal decision
-    decisive deck declaration declare declared declaring decline declined declining decor decorate decorated
-    decoration decorative decrease decreased decreasing dedicated dedication dee deed deemed deep deeper deepest
-    deeply deer def default defeat defeated defeating defect defence defend defendant defended defender
-    defending defense defensive deficiency deficit define defined defining definite definition definitive
-    degradation degree dei del delay delayed delegate delegation deleted deliberate deliberately delicate
-    delicious delight delighted delightful deliver delivered delivering delivery dell della delle delta dem
-    demand demanded demanding dementia demo democracy demographic demon demonstrate demonstrated demonstrating
-    demonstration den denial denied dense density dent dental dentist deny denying depart departed departments
-    departure depend dependence dependency dependent depending depict depicted deploy deployed deployment
-    deposit deposited depot depressed depression dept depth deputy der derivative derive derived des descend
-    descending descent describe described describing description descriptive desert deserve deserved design
-    designated designation designed designer designing desirable desire desired desk desktop despair desperate
-    desperately dessert destination destined destiny destroy destroyed destroying destruction destructive det
-    detached detail detailed detailing detained detect detected detecting detection detective detector detention
-    deter determination determine determined determining deux dev devastating develop developed developer
-    developing development developmental deviation device devil devote devoted devotion dia diabetes diagnosed
-    diagnosis diagnostic diagonal diagram dial dialect dialogue diameter diamond diary dice dictator didn die
-    died diesel diet dietary differ difference different differential differentiate differently difficult
-    difficulty diffuse diffusion dig digest digging digit digital dignity dil dilemma dim dimension dimensional
-    diminished din dining dinner dioxide dip diplomatic dir dire direct directed directing direction directive
-    directly director directory dirt dirty disability disabled disadvantage disagree disappear disappearance
-    disappeared disappointed disappointing disappointment disaster disastrous disc discarded discharge
-    discharged disciplinary discipline disclose disclosed disclosure disco discomfort disconnected discount
-    discourse discover discovered discovering discovery discrete discretion discrimination discuss discussed
-    discussing discussion disease disgusting dish disk dislike dismiss dismissed disorder dispatch dispatched
-    displaced displacement display displayed displaying disposal disposed disposition dispute disputed disrupt
-    disruption dissent dissertation dissolved distance distant distinct distinction distinctive distinguish
-    distinguished distortion distracted distraction distress distribute distributed distributing distribution
-    distributor district disturb disturbed disturbing ditch dive diver diverse diversity divert divide divided
-    dividing divine diving division divorce divorced doc dock doctor document documentary documentation
-    documented dod doesn dog doi doll dollar dom domain dome domestic dominance dominant dominate dominated
-    domination donate donated donation donor doomed door dorm dos dose dot double doubled doubt dough dove
-    download downloaded downstream downtown downward dozen draft drafted drag dragged dragging drain drainage
-    drama dramatic dramatically drank drastically draw drawer drawing drawn dread dream dreamed dreaming dress
-    dressed dressing dried drift drill drilling drink drinking drive driven driver driveway driving drone drop
-    dropped dropping drought drove drug drum drunk dry drying dual dubbed duck duct dude due dug dull dumb dummy
-    dump dumped dungeon duo duplicate durable duration dust duty dvd dwarf dwell dwelling dye dying dynamic
-    dysfunction eager ear earlier earliest early earn earned earnest earning earthquake ease easier easiest
-    easily easing easy eat eaten eating ebony ebook eccentric echo echoed eco ecological economic economically
-    economist economy ecosystem edge edit edited editing edition editor editorial educate educated education
-    educational effect effective effectively effectiveness efficacy efficiency efficient efficiently effort egg
-    ego eight eighth ein eine elaborate elastic elbow elder elderly elect elected election electoral electric
-    electrical electricity electro electron electronic elegant element elementary elephant elevated elevation
-    elevator eleven elf eligibility eligible eliminate eliminated eliminating elimination elite elle elm
-    elsewhere email embarrassed embarrassing embassy embedded embrace embraced embracing emerge emerged
-    emergence emergency emerging emission emitted emotion emotional emotionally empathy emphasis emphasize
-    emphasized empirical employ employed employee employer employing employment empty enable enabled enabling
-    enacted enclosed encoded encoding encompass encore encounter encountered encourage encouraged encouragement
-    encouraging encryption end endangered endeavor ended ending endless endorsed endorsement endurance endure
-    endured enduring enemy energetic energy enforce enforced enforcement eng engage engaged engagement engaging
-    engine engineer engineered engineering enhance enhanced enhancement enhancing enjoy enjoyable enjoyed
-    enjoying enjoyment enormous enough enroll enrolled enrollment ensemble ensure ensuring enter entered
-    entering enterprise entertain entertaining entertainment enthusiasm enthusiastic entire entirely entirety
-    entitled entity entrance entrepreneur entropy entry envelope environment environmental environmentally
-    enzyme epic epidemic episode epoch eps epsilon equal equality equally equation equilibrium equipment
-    equipped equity equivalent era erase erect erosion erotic error esa escape escaped escaping escort
-    especially essay essence essential essentially est establish established establishing establishment estate
-    este estimate estimated estimation eta eternal ethical ethics ethnic ethnicity euro evaluate evaluated
-    evaluating evaluation evening evenly event eventual eventually everyday everywhere evidence evident evil
-    evolution evolutionary evolve evolved evolving exact exactly exam examination examine examined examining
-    example exceed exceeded exceeding excellence excellent exceptional exceptionally exceptions excerpt excess
-    excessive exchange exchanged excited excitement exciting exclude excluded excluding exclusion exclusive
-    exclusively excuse execute executed executing execution executive exempt exemption exercise exercising
-    exhaust exhausted exhibit exhibited exhibition exist existed existence existing exit exited exiting exotic
-    expand expanded expanding expansion expect expectation expected expecting expedition expenditure expense
-    expensive experience experienced experiencing experiment experimental expert expertise expired explain
-    explained explaining explanation explicit explicitly explode exploded exploit exploitation exploited
-    exploration explore explored exploring explosion explosive export exported expose exposed exposing exposure
-    expressed expressing expression extend extended extending extension extensive extensively extent exterior
-    external extinction extra extract extracted extraction extraordinary extreme extremely eye fabric fabulous
-    face faced facial facilitate facility facing fact faction factor factory faculty fade faded fail failed
-    failing failure faint fair fairly fairness fairy faithful fake fall fallen falling false fame familiar
-    family famous famously fan fancy fantasy far fare farm farmer farming farther fascinating fashion fast
-    faster fastest fat fatal fate father fatigue fatty fault faulty faux favor favorable favored favorite favour
-    favourite fear feared feasible feast feat feather feature featured featuring fed federal fee feed feedback
-    feeder feeding feel feeling feet fell fellow felony felt female feminine feminism feminist femme fen fence
-    ferry fertility fest festivals fetch feud fever fewer fiat fiber fibre fiction fictional field fierce
-    fifteen fifth fifty fig fight fighter fighting figure figured figuring file filed filing fill filled filling
-    film filmed filming filmmaker filter filtered filtering fin final finale finally finance financial
-    financially financing find finding fine fined finest finger finish finished finishing finite fir fire
-    firearm fired firefighters fireplace fireworks firing firm firmly fis fiscal fish fishing fist fit fitness
-    fitted fitting five fix fixed fixing fixture flag flagship flame flash flashing flat flavor flavour flaw
-    flawed fled flee fleeing fleet flesh flew flex flexibility flexible flick flight flip flipped flirt float
-    floating flock flood flooded flooding floor floral flour flow flower flowing flown flu fluid flush flux fly
-    flying foam focal focus focused focusing foe fog foil fold folded folder folding folk follow followed
-    follower following fond font foo food fool foolish foot footage football footprint forbidden force forced
-    forcing fore forecast forefront forehead foreign foreigners foremost forensic forest forever forge forged
-    forget forgive forgiveness forgot forgotten fork form formal formally format formation formed former
-    formerly formidable forming formula formulation forth forthcoming fortunate fortune forty forum forward
-    fossil foster fought foul found foundations founded founder founding fountain four fourth fra fraction
-    fragile fragment fragrance frame framed framework fran francais franchise frankly fraud fraudulent freak
-    free freed freedom freelance freely freeze freezing freight frequency frequent frequently fresh freshly
-    freshman friction fridge friend friendly friendship fries fright frightening fringe front frontier frozen
-    fruit frustrated frustrating frustration fuck fucked fucking fuel fulfill fulfilled fulfilling fulfillment
-    full fully fun function functional functionality functioning fund fundamental fundamentally funded funding
-    fundraising funeral funny fur furious furnace furnished furniture further fuse fusion future fuzzy gag gain
-    gained gaining gall gallery gallon gambling game gameplay gaming gamma gan gang gap garage garbage garden
-    garlic garner gas gasoline gate gateway gather gathered gathering gauge gave gay gaze gear gee geek gel gem
-    gen gender generally generate generated generating generation generator generic generous genes genetic
-    genetically genius genocide genome genre gentle gentleman gently genuine genuinely geo geographic
-    geographical geography geometric geometry gesture ghost giant gift gifted gig gin ginger girl girlfriend
-    give given giving glance glass glimpse glitter global globally globe glorious glory gloss glove glow glowing
-    glucose glue goal goat goddess gods gold golf goodness gorgeous gospel gossip gotten govern governance
-    governed governing government governmental governor gps grab grabbed grabbing grade gradient gradual
-    gradually graduate graduated graduating graduation grain gram grammar gran grand grandchildren grande
-    grandfather grandmother grandparents granite grant granted granting grape graph graphic graphical grasp
-    grass grassroots grateful gratitude grave gravel gravity gray graz great greater greatest greatly greed
-    greedy green greenhouse greet greeted greeting grew grey grid grief grill grim grind grinding grip grit
-    grocery groom groove gross ground grounded group grouped grouping grow growing grown growth grunt grupo
-    guarantee guaranteed guard guess guessed guessing guest gui guidance guide guided guidelines guiding guild
-    guilt guilty guitar gulp gum gun gust gut guy gym habit habitat hack hacked hacker hacking hadn hai hair
-    hairy hal half halfway halls hallway halt hammer han hand handed handful handgun handing handle handled
-    handler handling handsome handy hang hanging happen happened happening happier happily happiness happy
-    harassment hard hardcore harder hardest hardly hardware hardwood harm harmful harmless harmon harmony
-    harness harsh harvest hash hasn hat hatch hate hated hatred haul haunted haven hay hazard hazardous head
-    headache headed header heading headline headquarters heal healing health healthcare healthy heap hear heard
-    hearing heart heartbeat heat heated heating heaven heavier heavily heavy heck hedge heel height heir held
-    helicopter hell helmet help helped helpful helping hem hence herb herbal heritage hero heroic heroin
-    hesitate het hid hidden hide hiding hierarchy high higher highest highlight highlighted highlighting highly
-    highway hike hiking hilarious hint hip hire hired hiring historia historian historic historical historically
-    history hit hitting hobby hockey hog hold holder holding hole holiday hollow home homeless homemade hometown
-    homework homicide homme homo homosexual homosexuality hon honest honestly honesty honey honor honored honour
-    hood hook hooked hop hope hoped hopeful hopefully hoping horizon horizontal hormone horn horrible horrific
-    horror horse hose hospital hospitality host hosted hostile hosting hot hotel hottest hour hourly house
-    housed household housing http hub hue hug huge hugely hull hum human humanitarian humanity humble humidity
-    humor humour hundred hung hunger hungry hunt hunters hunting hurry hurt hurting husband hybrid hydraulic
-    hydro hydrogen hygiene hyper hypothesis ice ich icon iconic idea ideal ideally identical identification
-    identified identify identifying identity ideological ideology idiot idle idol ign ignorance ignorant ignore
-    ignored ignoring ile illegal illegally illness illusion illustrate illustrated illustration image imagery
-    imaginary imagination imagine imagined imaging immediate immediately immense immigrant immigration imminent
-    immune immunity imp impact impacted impaired impairment imperative implant implement implementation
-    implemented implementing implicit implied imply import importance important importantly imported impose
-    imposed imposing impossible impress impressed impression impressive imprisoned imprisonment improper improve
-    improved improvement improving impulse inability inaccurate inactive inadequate inappropriate inaugural inc
-    incapable incentive inception inch incidence incident inclined include included including inclusion
-    inclusive income incoming incompatible incomplete inconsistent incorporate incorporated incorporating
-    incorrect incorrectly increase increased increasing increasingly incredible incredibly incumbent incurred
-    ind indefinitely independence independent independently index indexed indicate indicated indicating
-    indication indicator indictment indie indigenous indirect indirectly individual individually indo indoor
-    induce induced induction industrial industry ineffective inequality inevitable inevitably inexpensive
-    infamous infant infantry infected infection infectious inference inferior infinite inflammation inflammatory
-    inflation influence influenced influential influx info inform informal information informed infrastructure
-    infringement ing ingredient inhabit inhabitants inherent inherently inherit inheritance inherited initial
-    initially initiate initiated initiative injected injection injured injury injustice ink inline inn inner
-    inning innocence innocent innovation innovative input inquiry ins insane inscription insect insert inserted
-    insertion insight insist insisted inspect inspection inspiration inspirational inspire inspired inspiring
-    instability install installation installed installing installment instance instant instantly instead
-    instinct institution institutional instructed instruction instructor instrument instrumental insufficient
-    insulation insulin insult insurance int intact intake integers integral integrate integrated integrating
-    integration integrity intel intellect intellectual intelligence intelligent intend intended intense
-    intensity intensive intent intention intentional intentionally inter interact interacting interaction
-    interactive intercept interchange intercourse interest interested interesting interface interfere
-    interference interim interior intermediate intern internal internally international internationally internet
-    interpret interpretation interpreted interpreter interrupt interrupted intersect intersection interval
-    intervene intervention interview interviewed intimate intra intricate intriguing intrinsic intro introduce
-    introduced introducing introduction intuition intuitive invalid invariant invasion invasive invented
-    invention inventory inverse inversion inverted invest invested investigate investigated investigating
-    investigation investigative investigator investing investment investor invisible invitation invite invited
-    inviting invoked involve involved involvement involving ion iphone iron irony irregular irrelevant isn iso
-    isolate isolated isolation iss issue issued issuing ist item iteration jacket jail jailed jar jaw jazz
-    jealous jeans jed jelly jerk jerseys jet jewelry jihad job join joined joining joint jointly joke joking
-    journal journalism journalist journey judge judged judgement judging judgment judicial jug juice juicy jump
-    jumped jumping junction jungle junior junk juris jurisdiction jury justification justified justify juvenile
-    kan keen keep keeper keeping kept kernel key keyboard kick kicked kicking kid kidding kidnapped kidney kill
-    killed killer killing kilometers kilometres kin kind kinda kindly kindness kiss kissing kit kitchen knee
-    knew knife knit knock knocked knocking knot know knowing knowledge known kun lab label labeled labeling
-    labor laboratory lac lace lack lacked lacking lad ladder lady laid lam lamp lan land landed landing landlord
-    landmark landscape lane lang lange language lap laptop large largely larger largest las laser lasted lasting
-    latch late lately later lateral latest latitude latter lattice laugh laughed laughing laughter launch
-    launched launcher launching laundry lava law lawful lawn lawsuit lawyer lay layer laying layout lazy lbs lcd
-    lead leader leadership leading leaf leagues leak leaked leaking lean leaned leaning leap lear learn learned
-    learners learning learnt lease leather leave leaving lecture led ledger left leg legacy legal legally legend
-    legendary legislation legislative legislators legislature legitimacy legitimate leisure lemon len lend
-    lending length lengthy lens lent les lesbian lesson lethal letter letting lev level lever leverage lex lia
-    liability liable liberal liberation libertarian liberty library libre licence licenses licensing lid lie
-    lied lieu life lifelong lifestyle lifetime lift lifted lifting light lighter lighting lightly lightning
-    lightweight liked likelihood likely likewise liking lim limb lime limestone limit limitation limited
-    limiting line linear linebacker lined linen liner lineup ling linger lining link linked linking lip liquid
-    liquor list listed listen listened listener listening listing lit liter literacy literal literary literature
-    lithium litigation litter little liv live lived lively livestock living load loaded loading loan lobby
-    lobbying local localized locally locate located location lock locked locker locking log logged logging logic
-    logical logistics logo lok lone lonely long longer longest longevity longitude longtime look looked looking
-    loop loose lore los lose losing loss lost lot lottery loud loudly lounge love loved lover loving low lower
-    lowered lowering lowest loyal loyalty luck lucky lucrative luggage lump lunar lunch lung lure lush lust lux
-    luxurious luxury lying mach machine machinery macro madness mag magazine magic magical magnet magnetic
-    magnificent magnitude mai maid mail main mainland mainly mainstream maintain maintained maintaining
-    maintenance maison maj major majority maker makeup making male malicious mama mammals man mana manage
-    managed management manager managing mandate mandatory mane maneuver manga manifest manipulate manipulated
-    manipulation mankind manner mansion manual manually manufacture manufactured manufacturer manufacturing
-    manuscript map mapped mapping marathon marble mare margin marginal mari marijuana maritime marked marker
-    market marketing marketplace marking marks marriage married marry marsh martial mas mask masked mass
-    massacre massage massive mast master mat match matched matching mate mater material maternal mathematical
-    mathematics matrix matter mattress mature maturity maxim maximal maximize maximum mayor maze meal mean
-    meaning meaningful meaningless means meant meantime measure measured measurement measuring meat mechanic
-    mechanical mechanism med media median medical medication medicinal medicine medieval meditation medium meet
-    meeting meg mein melee melt melted melting member membership membrane memo memoir memorable memory men meng
-    mental mentally mention mentioned mentioning mentor menu mer merchandise merchant mercy mere merely merge
-    merged merger merging merit mesh mess message messaging messy met meta metabolic metabolism metadata metal
-    metallic metaphor meter method methodology metric mic mice micro microphone microwave mid middle midfield
-    midfielder midi midnight midst mig mighty migrant migrate migration mil milano mild mile milestone militant
-    military militia milk mill milling million mimic min mind miner mineral mini miniature minimal minimize
-    minimum mining ministers minor minority mint minus minute mir miracle mirror mis misconduct miserable misery
-    misleading miss missed missile missing mission mist mistake mistaken mit mix mixed mixer mixing mixture mob
-    mobile mobility mock mocked mod mode model modeling moderate modern modest modification modified modify
-    modifying modular module moi moist moisture mold mole molecular molecule mom moment momentum mon monde
-    monetary money monitor monitored monitoring monkey monopoly monster month monthly monument mood mor moral
-    morality morally morning mort mortal mortality mortar mortgage mosque mosquito mostly mother motion
-    motivated motivation motive motor motorcycle mount mountain mounted mounting mouse mouth move moved movement
-    movie moving mph mud mug multi multimedia multiplayer multiple multiplication multiplied multitude mum mundo
-    municipal municipality murder murdered muscle muscular muse museums mushroom music musical musician mutation
-    mute mutual mutually myriad mysterious mystery myth nad nail naive nak naked nam name named namely naming
-    nan nano nap narrative narrow nas nasty nat nation nationalist nationally nationals nationwide native
-    natural naturally nature naughty naval nave navigate navigation nearby nearest nearly neat nec necessarily
-    necessary necessity neck necklace ned needed needing needle negative negatively neglect neglected negotiate
-    negotiated negotiating negotiation neighbor neighborhood neighboring neighbour neighbourhood neo neon nerve
-    nervous nest net network networking neue neural neurons neutral neutrality new newborn newer newest newly
-    news newsletter newspaper nic nicely niche nickel nickname night nightmare nine ninth nitrogen noble nod
-    nodded nodes noir noise noisy nominal nominated nomination nominee non nonetheless nonprofit nonsense noon
-    norm normal normally northeast nos nose notable notably notation notch note notebook noted notice noticeable
-    noticed notification notified noting notion notorious notre noun nouveau nouvelle novel novo nowadays
-    nowhere nuclear nude nueva nuevo null numb number numbered numerical numerous nun nur nurse nursery nursing
-    nut nutrient nutrition nutritional nylon oath obesity obey object objection objective obligation obliged
-    obscure observation observe observed observer observing obsessed obsession obsolete obstacle obtain obtained
-    obtaining obvious obviously occasion occasional occasionally occupation occupied occupy occur occurred
-    occurrence occurring ocean och odd oder odor offence offended offender offense offensive offer offered
-    offering office officer official officially offset offshore offspring oil old older oldest ole omega omitted
-    onboard oneself ongoing onion online onset opaque open opened opener opening openly operate operated
-    operating operation operational operator opinion opponent opportunity oppose opposed opposing opposite
-    opposition oppression ops opt opted optical optimal optimism optimistic optimization option optional oral
-    orange orb orbit order ordered ordering ordinance ordinary ore org organ organic organisation organised
-    organism organization organizational organize organized organizer organizing orgasm orient orientation
-    oriented origin original originally originated orphan oslo otherwise ounce outbreak outcome outdated outdoor
-    outer outfit outgoing outlet outline outlined outlook output outrage outrageous outreach outright
-    outstanding outward oven overall overcome overhaul overhead overlap overlapping overlook overlooked
-    overlooking overly overnight overseas oversee oversight overtime overview overwhelmed overwhelming
-    overwhelmingly owe owed owing owl owned owner ownership owning oxide oxygen pace pack package packaged
-    packaging packed packet packing pad padded paddle page paid pain painful paint painted painter painting pair
-    paired pairing pal palette palm pan panel panic panties pants paper paperwork par para parade paradigm
-    paradox paragraph parallel parameter parc parcel parent parental parenting parish parked parking parks
-    parliamentary parole part partial partially participant participate participated participating participation
-    particle particular particularly partisan partition partly partner partnered partnership party pas pass
-    passage passed passenger passing passion passionate passive passport password pasta paste pastor patch
-    patent path pathway patience patient patio patrol patron pattern pause paused pawn pay paying payload
-    payment payroll pdf peace peaceful peak peanut peculiar pedal pedestrian pediatric peek peel peer peg pen
-    penal penalty pencil pendant pending penetration peng penis pension people peppers perceive perceived
-    percent percentage perception perch perfect perfection perfectly perform performance performed performer
-    performing perimeter period periodic periodically peripheral permanent permanently permission permit
-    permitted persecution persist persisted persistence persistent person persona personal personality
-    personally personnel perspective persuade pertaining pest pet petit petite petition petrol pharmaceutical
-    pharmacy phase phenomena phenomenon phi philosopher philosophical philosophy phone photo photograph
-    photographed photographer photography phrase physical physically physician physics physiological piano pic
-    pick picked picking pickup picnic picture pictured pie piece pig pile pill pillow pilot pin pinch pine ping
-    pink pinned pioneer pip pipe pipeline pirate piss pistol pit pitch pitched pitcher pitching pity pixel pizza
-    place placed placement placing plague plain plaintiff plan plane planet planned planner planning plant
-    planted planting plasma plastic plate platform plausible play playable playback played player playful
-    playground playing playoff plea pleaded pleasant pleased pleasing pleasure pledge pledged plenty plot
-    plotting plug plum plumbing plural plus pocket pod podcast poem poet poetry point pointed pointer pointing
-    poised poison poisoning poke poker pol polar pole police policing policy polished polite political
-    politically politician politics poll polling pollution poly polymer polynomial pond ponder pont pony pool
-    poor poorly pop popped popping popular popularity populated population por porch pork porn pornography port
-    portable portal portfolio portion portrait portray portrayed pose posed posing position positioned
-    positioning positive positively possess possessed possession possibility possible possibly post postal
-    posted poster posterior posting postseason posture pot potato potent potential potentially pouch pound pour
-    poured pouring poverty pow powder power powered powerful practical practically practice practiced practicing
-    practitioner praise praised pray prayer praying pre preceded precedence precedent preceding precious precise
-    precisely precision predecessor predict predictable predicted predicting prediction predominantly prefer
-    preference preferred prefix pregnancy pregnant prejudice preliminary prem premature premiere premise premium
-    prep preparation prepare prepared preparing prescribed prescription preseason presence present presentation
-    presented presenter presenting presently preservation preserve preserved preserving presidency president
-    presidential press pressed pressing pressure prestigious presumably pretend pretending pretty prevalence
-    prevalent prevent prevented preventing prevention preview previously prey pri price priced pricing pride
-    priest prima primarily primary prime primera primitive principal principle print printed printer printing
-    prior priority prison prisoner privacy private privately privilege privileged prix prize pro probability
-    probable probation probe problem problematic procedure proceed proceeded proceeding process processed
-    processing processor procurement produce produced producer producing product production productive
-    productivity profession professional professionally professor profile profit profitable profound program
-    programme programmed programmer programming progress progression progressive prohibit prohibited prohibition
-    project projected projectile projection proliferation prolonged prom prominent promised promises promising
-    promo promote promoted promoting promotion promotional prompt prompted prompting promptly prone pronounced
-    proof prop propaganda propagation proper properly property proportion proportional proposal propose proposed
-    proposing proposition proprietary prosecuted prosecution prosecutor prospect prospective prosperity prostate
-    prostitution protagonist protect protected protecting protection protective protein protest protesters proto
-    protocol prototype proud proudly prove proved proven provide provided provider providing province provincial
-    proving provision proximity proxy pseudo psi psychiatric psychic psycho psychological psychologist
-    psychology pts pub public publication publicity publicly publish published publisher publishing puck pull
-    pulled pulling pulse pump pumping pumpkin pun punch punish punished punishment punk punt pup puppet puppy
-    purchase purchased purchasing pure purely purge purity purple purpose purse pursuant pursue pursued pursuing
-    pursuit push pushed pushing pussy put putting puzzle pyramid quad qualification qualified qualify qualifying
-    quality quantitative quantity quantum quarry quarter quarterback quarterly quartz quasi que queer query
-    quest question questionable questioned questioning queue qui quick quicker quickly quiet quietly quit quiz
-    quo quota quote quoted quoting rabbit race racial racing racism racist rack radar radial radiation radical
-    radio radius raft rag rage raid rail railroad railway rain rainfall raise raised raising rally ramp ran
-    ranch rand random randomly rang range ranged ranging rank ranked ranking ransom rap rape raped rapid rapidly
-    rapper rare rarely ras rash rat rate rated rating ratio rational raw rays reach reached reaches reaching
-    reacted reaction reactor read reader readily reading ready real realise realised realistic reality
-    realization realize realized realizing realm rear reason reasonable reasonably reasoning rebel rebellion
-    rebound rebuild rebuilding rec recall recalled receipt receive received receiver receiving recent recently
-    reception receptor recess recession recipe recipient reckless reclaim recognise recognised recognition
-    recognize recognized recognizing recommend recommendation recommended reconciliation reconstruction record
-    recorded recorder recording recover recovered recovering recovery recreated recreation recreational recruit
-    recruited recruiting recruitment rectangular recurring recycled recycling red redemption redesign reduce
-    reduced reducing reduction redundant reel ref refer referee reference referenced referencing referendum
-    referred referring refined reflect reflected reflecting reflection reflective reflex reform refrain
-    refreshing refrigerator refuge refugee refusal refuse refused refusing reg regain regard regarded regarding
-    regardless regime region regional register registered registering registration registry regression regret
-    regular regularly regulate regulated regulating regulation regulator regulatory rehab rehabilitation reign
-    rein reinforce reinforced reject rejected rejection relate related relating relation relationship relative
-    relatively relax relaxation relaxed relaxing relay release released releasing relevance relevant reliability
-    reliable reliance relied relief relieve relieved religion religious reluctant rely relying remain remainder
-    remained remaining remark remarkable remarkably remedy remember remembered remembering remind reminded
-    reminder reminiscent remote remotely removal remove removed removing ren renamed render rendered rendering
-    renew renewable renewal renewed renovated renovation renowned rent rental rented rep repair repaired repay
-    repeal repeat repeated repeatedly repeating repetition replace replaced replacement replacing replay replica
-    replicate replication replied reply report reported reportedly reporter reporting repository represent
-    representation representative represented representing reproduce reproduced reproduction reproductive
-    reputation request requested requesting require required requirement requiring res rescue rescued research
-    researched researcher researching resemble reservation reserve reserved reservoir reset reside residence
-    residency resident residential residual residue resign resignation resigned resin resist resistance
-    resistant resolution resolve resolved resolving resonance resort resource respect respected respectful
-    respective respectively respiratory respond responded respondents responding response responsibility
-    responsible responsive rest restart restaurant resting restoration restore restored restoring restrict
-    restricted restriction restrictive result resulted resulting resume resumed retail retailer retain retained
-    retaining retention retire retired retirement retreat retrieval retrieve retrieved retro return returned
-    returning reunion rev reveal revealed revealing revelation revenge revenue reverse reversed review reviewed
-    reviewer reviewing revised revision revival revolution revolutionary reward rewarded rhetoric rhythm rib
-    ribbon ric rice richest rid ride rider ridiculous riding rifle rig right righteous rigid rigorous rim ring
-    riot rip ripe ripped rise risen rising risk risky ritual rival rivers road roasted robbery robot robust rock
-    rocket rode rods roi role roll rolled roller rolling rom romance romantic roof rookie room root rooted rope
-    roster rot rotate rotated rotating rotation rough roughly round rounded rounding route routine routinely
-    routing row royalty rpm rub rubber rubbing rude rue rug rugby rugged ruin ruined rule ruled ruler ruling rum
-    run runner running runway rural rush rushed rushing rustic saber sac sack sacred sacrifice sad sadly sadness
-    safe safeguard safely safer safety saga sage said sail sailing sake sal salad salary sale salmon salon salt
-    salvation sample sampled sampling sanctions sanctuary sandwich sang sanity sap sat satellite satisfaction
-    satisfied satisfy satisfying saturated sauce save saved saving saw say saying scale scaled scaling scan
-    scandal scanned scanning scar scare scared scary scattered scenario scene scenery scent schedule scheduled
-    scheduling scheme schizophrenia scholar scholarship school sci science scientific scientist scoop scope
-    score scored scoring scrap scrape scratch scream screaming screen screened screening screw screwed script
-    scroll scrolling scrub scrutiny sculpture sea seafood seal sealed seam search searched searching season
-    seasonal seasoned seat seated seating secondary secret secretly sect section sector secular secure secured
-    securely securing security sedan see seed seeing seek seeking seem seemed seemingly seen segment segunda
-    seine seize seized seizure seldom select selected selecting selection selective selector self selfish sell
-    seller selling semantic semester semi seminar senators send sending senior sensation sense sensible
-    sensitive sensitivity sensor sensory sent sentence sentenced sentencing sentiment separate separated
-    separately separating separation sequel sequence sequential ser sera serial serialized serie series serious
-    seriously serum servant serve served server service serving session set setting settle settled settlement
-    settling setup seven seventh severe severely severity sewing sex sexual sexuality sexually sexy sha shade
-    shadow shaft shake shaking shallow shame shape shaped shaping share shared sharing shark sharp sharply
-    shattered shed sheep sheer sheet shelf shell shelter shield shift shifted shifting shine shining shiny ship
-    shipment shipped shipping shirt shit shock shocked shocking shoe shook shoot shooter shooting shop shopping
-    shore short shortage shorter shortest shortly shot shotgun shoulder shouldn shout shouted shouting show
-    showcase showed shower showing shown shrimp shrink shuffle shut shutter shutting shuttle shy sibling sic
-    sick sickness sid side sidewalk siege sigh sighed sight sigma sign signal signaling signature signed
-    significance significant significantly signing silence silent silently silhouette silk silly silver sim
-    similar similarity similarly simple simpler simplest simplicity simplified simply simulate simulated
-    simulation simulator simultaneous simultaneously sin sincere sing singer singing single singleton singular
-    sink sino sip sis sister sit site sitting situ situated situation six sixth sixty size ska skate skeleton
-    skeptical sketch ski skill skilled skin skinny skip skipped skipping skirt skull sky slab slam slammed slap
-    slash slate slated slaughter slave slavery sleek sleep sleeping sleeve slept slice sliced slick slide
-    sliding slight slightly slim slip slipped slogan slope slot slow slowed slower slowing slowly slug small
-    smaller smallest smart smarter smartphone smashed smell smile smiled smiling smoke smoked smoking smooth
-    smoothly sms snack snake snap snapped sneak sniff snow soap sob sober soc soccer social socialism socialist
-    socially society socio sock socket soda sodium sofa soft softly software soil sol solar sold soldier sole
-    solely solid solidarity solitary solo solution solve solved solving someday somehow sometime somewhat
-    somewhere son song soo soon sooner sophisticated sophomore sore sorrow sort sorted sorting sought soul sound
-    sounded sounding soundtrack soup sour source sourced sous sovereign sovereignty soy spa space spacecraft
-    spacious span spanning spare sparked sparse spatial spawn spawned speak speaker speaking spear spec special
-    specialist specialized specializes specializing specially specialty species specific specifically
-    specification specified specify specimen spectacle spectacular spectral spectrum speculation speech speed
-    speeding spell spelling spend spending spent sperm sphere spice spicy spike spill spin spinal spine spinning
-    spiral spirit spiritual spit spite splash split splitting spoke spoken spokesman spokesperson sponsor
-    sponsored sponsorship spontaneous spoon sport sporting spot spotlight spotted spouse spray spread spreading
-    spring sprint spun spy squad square squared squat squeeze stab stabbed stability stable stack stacked staff
-    stage staged staggering staging stain stainless stair stake stakeholders stale stalk stall stamp stance
-    stand standalone standard standardized standing staple star stare stared staring stark starring start
-    started starter starting startup stat state stated statement statewide static stating station stationary
-    statistical statistics statue status statute statutory stay stayed staying steadily steady steak steal
-    stealing stealth steam steel steep steer steering stellar stem step stepped stepping stereo stereotypes
-    stick sticking sticky stiff stimulate stimulation stimuli stimulus sting stir stirring stitch stock stole
-    stolen stomach stone stood stop stopped stopping storage store stored storing storm story storyline
-    storytelling stove straight straightforward strain strand strange stranger strap strategic strategy straw
-    streak stream streaming streets strength strengthen strengthening stress stressed stretch stretched
-    stretching strict strictly stride strike striker striking string strip stripe stripped strive stroke strong
-    stronger strongest strongly struck structural structure structured struggle struggled struggling sts stu
-    stubborn stuck stud student studied studio study studying stuff stuffed stumbled stunned stunning stupid
-    sturdy style styled styling sub subject subjected subjective submarine submission submit submitted
-    subscribers subscription subsequent subsequently subset subsidiary substance substantial substantially
-    substitute substitution substrate subtle suburb suburban subway succeed succeeded success successful
-    successfully succession successive successor suck sucked sucking sudden suddenly sued suffer suffered
-    suffering sufficient sufficiently suffix sugar suggest suggested suggesting suggestion suicide suit suitable
-    suite suited sul sum summary summer summit summon summoned sun sung sunlight sunny sunset sunshine super
-    superb superhero superior supermarket supernatural superstar supervision supervisor supplement supplied
-    supplier supply supplying support supported supporter supporting supportive suppose supposed supposedly
-    suppress suppressed suppression sur surf surface surfaced surge surgeon surgery surgical surname surplus
-    surprise surprised surprising surprisingly surrender surround surrounded surrounding surveillance survey
-    surveyed survival survive survived surviving survivor susceptible suspect suspected suspend suspended
-    suspension suspicion suspicious sustain sustainability sustainable sustained swallow swap swapped swear
-    sweat sweep sweeping sweet swelling swept swiftly swim swimming swing swinging switch switched switching
-    sword sworn symbol symbolic symmetric symmetry sympathetic sympathy symptoms syn sync synchronized syndrome
-    syntax synth synthesis synthetic syrup systematic systemic systems tab table tablet tack tackle tactic
-    tactical tag tagged tail tailor tailored tak take taken taking tal tale talent talented talk talked talking
-    tall taller tally tam tan tang tangible tank tap tape tapped tapping tar target targeted targeting task
-    tasked taste tasting tattoo tau taught tax taxation taxi taxpayer tea teach teacher teaches teaching team
-    teammate tear tearing tech technical technically technician technique technological technology tee teen
-    teenage teenager teeth tel telephone telescope television tell telling temper temperature template temples
-    tempo temporal temporarily temporary temps tempted ten tenant tend tended tendency tender tennis tense
-    tension tensor tent tenth tenure ter term terminal terminate terminated termination terminology terrace
-    terrain terrible terribly terrific terrified terrifying territorial territory terror terrorism terrorist
-    test tested testified testify testimony testing testosterone tex text textbook texture tha thai thanked
-    thankful theater thee theft theme themed theology theoretical theory therapeutic therapist therapy
-    thereafter thereby therefore thereof thermal thesis theta thick thickness thigh thin thing think thinking
-    thirst thirty tho thorough thoroughly thou thought thoughtful thousand thread threat threaten threatened
-    threatening three threshold threw thrill thrilled thriller thrilling thrive thriving throat throne throttle
-    throw throwing thrown thru thrust thumb thus thy thyroid tick ticket tide tie tied tier tight tightly til
-    tile tilt time timed timeless timeline timely timer timing tin ting tiny tip tire tired tissue title titled
-    tits tobacco tod today toe together toilet token told tolerance tolerate toll tomato tomb tomorrow ton tone
-    tong tongue tonight tonnes took tool tooth top topic topology topped tor torn tornado torque torture
-    tortured toss tossed total touch touchdown touched touching tough tour touring tourism tourist tournament
-    tow towel tower town toxic toxicity toy trace traced tracing track tracked tracker tracking tract traction
-    trade traded trademark trader trading tradition traditional traditionally traffic trafficking tragedy tragic
-    trail trailer trailing train trained trainer training trait trajectory tram tran transaction transcript
-    transcription transfer transferred transferring transform transformation transformed transforming
-    transgender transient transit transition translate translated translation translator transmission transmit
-    transmitted transparency transparent transplant transport transportation transported trap trapped trash
-    trauma traumatic travel traveled traveling travelled travelling travers traverse tray tre tread treasure
-    treat treated treating treatment treaty tree tremendous trench trend tri trial triangle tribal tribe tribute
-    trick tricky tried trigger triggered triggering trillion trilogy trim trimmed trio trip triple triumph
-    trivial trois troll trophy tropical trouble troubled truck true truly trunk trust trusted truth try trying
-    tub tube tuition tumor tun tune tuned tuning tunnel turbo turn turned turning turnout turnover turtle tutor
-    twelve twenty twice twin twist twisted two type typed typical typically typing ugly ultimate ultimately
-    ultra umbrella una unable unacceptable unauthorized unavailable unaware unbelievable uncertain uncertainty
-    unchanged uncle unclear uncomfortable uncommon unconscious unconstitutional uncover uncovered und undercover
-    undergo undergoing undergraduate underground underlying undermine understand understanding understood
-    undertake undertaken undertaking underwater underway underwear underwent undo undoubtedly une unemployed
-    unemployment unexpected unexpectedly unfair unfamiliar unfortunate unhappy unicode unified uniform unions
-    unique uniquely unit unite universal universe universities unknown unlawful unlikely unlimited unlock
-    unlocked unnamed unnecessary uno unofficial unpaid unpleasant unprecedented unpredictable unrelated unsafe
-    unsigned unspecified unstable unsuccessful unsure unto unused unusual unusually unveiled unwanted unwilling
-    upcoming update updated upgrade upgraded upgrading uploaded upper upright ups upset upside upstairs upstream
-    upward uranium urban urge urged urgency urgent urging urine usa usable usage usb use used useful useless
-    user using usual utility utilization utilize utilized utilizing utmost utter utterly vacant vacation vaccine
-    vacuum vague vain vale valid validation validity valor valuable valuation value valued valve vampire van
-    vanilla vanity vapor var variability variable variance variant variation varied variety various vary varying
-    vast vastly vault vectors vegetable vegetarian vegetation vehicle vein velocity vendor vent ventilation
-    venture venue verb verbal verdict verification verified verify versa versatile verse version versus vertex
-    vertical vertically vessel vest vet veteran veto viable vibe vibrant vibrating vibration vice vicinity
-    vicious victim victory vida video vie view viewed viewer viewing vigor village villain ville vine vinegar
-    vintage vinyl violate violated violating violation violence violent viral virtual virtually virtue virus vis
-    visa visibility visible vision visit visited visiting visitor visual visually vita vital vitamin vitro vivid
-    vivo viz vocabulary vocal voice voiced void vol volatile volley volta voltage volume voluntarily voluntary
-    volunteer von vote voted voter voting vow vowed vox voyage vulnerability vulnerable wage waist wait waited
-    waiting wake waking walk walked walking wall wallet wand wander wandering want wanted wanting war ward
-    wardrobe ware warehouse warfare warm warmer warming warmth warn warned warning warp warrant warrior wary
-    washed washing wasn waste wasted wasting watch watched watching water wave wavelength wax way weak weaken
-    weaker weakness wealth wealthy weapon wear wearing weather web website wedding weed week weekday weekend
-    weekly weigh weighed weighing weight weighted weird welcomed welcoming welfare wellness wen weren wet whale
-    whatsoever wheat wheel wheelchair whereby wherein whilst whip whisper whispered whistle white whole
-    wholesale wholly wicked wide widely wider widespread widow width wife wild wilderness wildlife wildly
-    willing willingness win wind winding window wine wing winner winning winter wipe wiped wire wired wireless
-    wiring wisdom wise wish wished wishing wit witch withdraw withdrawal withdrawn withstand witness witnessed
-    wizard woke wolves woman women won wonder wondered wondering wood wooden wool word wore work worked worker
-    workforce working workout workplace workshop world worldwide worm worn worried worry worrying worse worship
-    worst worth worthy wouldn wound wounded woven wrap wrapped wrapping wreck wrestling wrist writ write writer
-    writing written wrong wrote www yang yard yarn year yearly yeast yelled yelling yellow yen yer yesterday
-    yield yielded yoga young younger youngest youth youtube zero zinc zip zombie zone zur
-""")
+_LEXICON: frozenset[str] = _words(
+    resources.files("chatrecall").joinpath("data/common_words.txt").read_text(encoding="utf-8")
+)
 
 #: Acronyms that are also frequent lowercase tokens but name a technology, not a shouted word.
 _TECH_ACRONYMS = _words("http https rest ajax pdf cpu gpu")
@@ -781,10 +177,11 @@ _IE_WORDS = tuple(_words(
     "bestie barbie yuppie walkie talkie boogie collie lassie magpie pinkie quickie roomie sortie oldie "
     "goodie baddie beanie budgie lingerie menagerie rotisserie reverie camaraderie coterie"
 ))
-_CHE_WORDS = tuple(_words(
+_CHE_WORDS = _words(
     "cache niche ache avalanche moustache mustache quiche cliche tranche psyche creche attache douche "
     "microfiche panache"
-))
+)
+_CHE_SUFFIXES = ("headache", "toothache", "heartache", "backache", "earache", "stomachache", "bellyache")
 _OES_WORDS = _words(
     "heroes potatoes tomatoes echoes vetoes torpedoes volcanoes mosquitoes dominoes mangoes tornadoes "
     "embargoes"
@@ -860,12 +257,20 @@ _HTTP_REASONS = (
 # --------------------------------------------------------------------------
 
 def _case_class(upper: bool) -> str:
-    """Character class body of the cased letters of Latin, Greek and Cyrillic."""
+    """Character class body (as ranges) of the cased letters of Latin, Greek and Cyrillic."""
+    cps = [c for c in range(0x41, 0x530) if chr(c).isalpha() and (chr(c).isupper() if upper else chr(c).islower())]
+
+    def esc(c: int) -> str:
+        return re.escape(chr(c)) if chr(c) in "\\]^-[" else chr(c)
+
     out = []
-    for c in range(0x41, 0x530):
-        ch = chr(c)
-        if ch.isalpha() and (ch.isupper() if upper else ch.islower()):
-            out.append(re.escape(ch) if ch in "\\]^-[" else ch)
+    i = 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        out.append(esc(cps[i]) if i == j else f"{esc(cps[i])}-{esc(cps[j])}")
+        i = j + 1
     return "".join(out)
 
 
@@ -875,9 +280,10 @@ _LO = _case_class(False)
 _WORD_END = r"(?![\w-])(?!['’](?:t|re|ve|ll|d|m)\b)"
 _CAP = rf"[{_UP}](?<![\w-][{_UP}])(?:['’][{_UP}])?[{_LO}]+(?:[{_UP}][{_LO}]+)?(?:-[{_UP}][{_LO}]+)*{_WORD_END}"
 _ACR = rf"[{_UP}](?<![\w-][{_UP}])[{_UP}0-9]*[{_UP}][{_UP}0-9]*(?:-\d+(?:\.\d+)?)?s?{_WORD_END}"
-_NAME_WORD = rf"(?:{_CAP}|{_ACR})"
-_NAME_SEQ_RE = re.compile(rf"{_NAME_WORD}(?:(?:[ \t]+(?:{_CONNECTORS})){{0,2}}[ \t]+{_NAME_WORD})*")
-_NAME_TOKEN_RE = re.compile(_NAME_WORD)
+_NAME_TOKEN_RE = re.compile(rf"(?:{_CAP}|{_ACR})")
+# What may separate two words of one name: blanks and at most two connectors ("Bank of the West").
+_NAME_GAP_RE = re.compile(rf"(?:[ \t]+(?:{_CONNECTORS})){{0,2}}[ \t]+")
+_MAX_GAP = 16
 _MAX_NAME_WORDS = 6
 _SHOUT_RE = re.compile(rf"[{_UP} \t-]+")
 
@@ -1097,7 +503,8 @@ def _singular(w: str, standalone: bool) -> str:
             return w[:-1]
         return w[:-3] + "y"
     if w.endswith("ches"):
-        return w[:-1] if w[:-1].endswith(_CHE_WORDS) else w[:-2]
+        stem = w[:-1]  # caches -> cache, but teaches -> teach
+        return stem if stem in _CHE_WORDS or stem.endswith(_CHE_SUFFIXES) else w[:-2]
     if w.endswith(("sses", "shes", "xes", "zzes")):
         return w[:-2]
     if w.endswith("oes"):
@@ -1265,14 +672,21 @@ _COMMON_SUFFIXES = (
 class _Scan:
     """Per-call state: the text, its lowercase twin, and which characters are claimed."""
 
-    __slots__ = ("text", "low", "words", "digits", "found", "mask")
+    __slots__ = ("text", "low", "words", "has_digit", "digits", "found", "mask")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.low = _lower_same_length(text)
         self.words = frozenset(_ALPHA_RE.findall(self.low))
-        # Digit runs that start a token: the anchors of dates, quantities and years.
-        self.digits = [m.start() for m in _DIGITS_RE.finditer(text) if _bounded(text, m.start(), ".")]
+        # Digit runs that start a token: the anchors of dates, quantities and years ("E1101", "3.5",
+        # "GPT-4" and "2023-05-08" hold digit runs that start no token).
+        self.has_digit = False
+        self.digits: list[int] = []
+        for m in _DIGITS_RE.finditer(text):
+            self.has_digit = True
+            a = m.start()
+            if a == 0 or (_bounded(text, a, ".") and not (text[a - 1] == "-" and a > 1 and text[a - 2].isalnum())):
+                self.digits.append(a)
         self.found: list[tuple[int, int, str, str, str]] = []  # (start, end, kind, surface, key)
         self.mask = bytearray(len(text))  # 1 = character already claimed by an entity
 
@@ -1309,20 +723,20 @@ class RegexEntityExtractor:
             replaces it (pass ``DEFAULT_STOPWORDS | {...}`` to extend it).
 
     Raises:
-        InvalidInputError: ``min_len`` is not an int >= 1 or ``stopwords``
-            is not a set of strings.
+        ConfigError: ``min_len`` is not an int >= 1 or ``stopwords`` is not
+            a set of strings.
     """
 
     __slots__ = ("_min_len", "_stop")
 
     def __init__(self, *, min_len: int = 2, stopwords: frozenset[str] | None = None) -> None:
         if isinstance(min_len, bool) or not isinstance(min_len, int) or min_len < 1:
-            raise InvalidInputError(f"min_len={min_len!r} is invalid: must be an int >= 1")
+            raise ConfigError(f"min_len={min_len!r} is invalid: must be an int >= 1")
         if stopwords is None:
             stop = DEFAULT_STOPWORDS
         else:
             if not isinstance(stopwords, (set, frozenset)) or not all(isinstance(w, str) for w in stopwords):
-                raise InvalidInputError(f"stopwords={stopwords!r:.80} is invalid: must be a frozenset of str")
+                raise ConfigError(f"stopwords={stopwords!r:.80} is invalid: must be a frozenset of str")
             stop = frozenset(w.casefold() for w in stopwords)
         self._min_len = min_len
         self._stop = stop
@@ -1459,7 +873,7 @@ class RegexEntityExtractor:
     @staticmethod
     def _errors(sc: _Scan) -> None:
         text, low = sc.text, sc.low
-        if sc.digits:
+        if sc.has_digit:
             if "HTTP" in text:
                 for m in _HTTP_RE.finditer(text):
                     if _bounded(text, m.start()):
@@ -1679,60 +1093,70 @@ class RegexEntityExtractor:
                 sc.add(p, wm.end(), "quantity", f"{_NUMBER_WORDS[w]} {fold_key(lu)}")
 
     def _names(self, sc: _Scan) -> None:
+        # Capitalised words separated only by blanks (and "of", "de", "the"...) form one run.
+        text = sc.text
+        run: list[re.Match[str]] = []
+        prev_end = -1
+        for tok in _NAME_TOKEN_RE.finditer(text):
+            ts = tok.start()
+            if run and ts - prev_end <= _MAX_GAP and _NAME_GAP_RE.fullmatch(text, prev_end, ts):
+                run.append(tok)
+            else:
+                if run:
+                    self._name_run(sc, run)
+                run = [tok]
+            prev_end = tok.end()
+        if run:
+            self._name_run(sc, run)
+
+    def _name_run(self, sc: _Scan, run: list[re.Match[str]]) -> None:
         text, mask, stop, found = sc.text, sc.mask, self._stop, sc.found
-        for seq in _NAME_SEQ_RE.finditer(text):
-            ss, se = seq.span()
-            w = seq.group()
-            if " " not in w and "\t" not in w:  # fast path: one capitalised word
-                lw = w.casefold()
-                is_acr = w[:-1].isupper()
-                if is_acr and lw[-1] == "s" and len(lw) > 2:
-                    lw = lw[:-1]
-                if lw in stop or mask.find(1, ss, se) != -1 or (is_acr and _shouted(lw)):
-                    continue
-                if _is_common_word(lw) and _sentence_start(text, ss):
-                    continue  # "Painting is fun": a common word capitalised by the sentence
-                found.append((ss, se, "name", w, fold_key(w)))
+        if len(run) == 1:  # fast path: one capitalised word
+            ss, se = run[0].span()
+            w = run[0].group()
+            lw = w.casefold()
+            is_acr = w[:-1].isupper()
+            if is_acr and lw[-1] == "s" and len(lw) > 2:
+                lw = lw[:-1]
+            if lw in stop or mask.find(1, ss, se) != -1 or (is_acr and _shouted(lw)):
+                return
+            if _is_common_word(lw) and _sentence_start(text, ss):
+                return  # "Painting is fun": a common word capitalised by the sentence
+            found.append((ss, se, "name", w, fold_key(w)))
+            return
+        # Split the run at stopwords and claimed characters.
+        segments: list[list[tuple[int, int, str]]] = [[]]
+        prev_acr = False
+        for tok in run:
+            ts, te = tok.span()
+            w = tok.group()
+            lw = w.casefold()
+            is_acr = w[:-1].isupper()
+            if is_acr and lw[-1] == "s" and len(lw) > 2:
+                lw = lw[:-1]
+            if lw in stop or mask.find(1, ts, te) != -1 or (is_acr and _shouted(lw)):
+                if segments[-1]:
+                    segments.append([])
                 continue
-            # Split the run of capitalised words at stopwords and claimed characters.
-            segments: list[list[tuple[int, int, str]]] = [[]]
-            prev_acr = False
-            for tok in _NAME_TOKEN_RE.finditer(text, ss, se):
-                ts, te = tok.span()
-                w = tok.group()
-                lw = w.casefold()
-                is_acr = w[:-1].isupper()
-                if is_acr and lw[-1] == "s" and len(lw) > 2:
-                    lw = lw[:-1]
-                if lw in stop or mask.find(1, ts, te) != -1 or (is_acr and _shouted(lw)):
-                    if segments[-1]:
-                        segments.append([])
-                    continue
-                if is_acr and prev_acr and segments[-1]:
-                    segments.append([])  # "MP3 GPT-4": two acronyms in a row are two entities
-                prev_acr = is_acr
-                segments[-1].append((ts, te, lw))
-            if not segments[-1]:
-                segments.pop()
-            if not segments:
-                continue
-            # A sentence opener is usually a common word that happens to be capitalised.
-            if _sentence_start(text, ss):
-                first = segments[0]
-                while first and first[0][2] in _SENTENCE_COMMON:
-                    first.pop(0)
-                if len(first) == 1 and _is_common_word(first[0][2]):
-                    first.pop(0)
-            for seg in segments:
-                if not seg:
-                    continue
-                if len(seg) > _MAX_NAME_WORDS:
-                    continue  # a title-cased heading or line, not a name
-                ps, pe = seg[0][0], seg[-1][1]
-                if len(seg) >= 3 and _SHOUT_RE.fullmatch(text, ps, pe):
-                    continue  # an all-caps run of 3+ words is shouting, not a name
-                surface = text[ps:pe]
-                found.append((ps, pe, "name", surface, fold_key(surface)))
+            if is_acr and prev_acr and segments[-1]:
+                segments.append([])  # "MP3 GPT-4": two acronyms in a row are two entities
+            prev_acr = is_acr
+            segments[-1].append((ts, te, lw))
+        # A sentence opener is usually a common word that happens to be capitalised.
+        if segments[0] and _sentence_start(text, run[0].start()):
+            first = segments[0]
+            while first and first[0][2] in _SENTENCE_COMMON:
+                first.pop(0)
+            if len(first) == 1 and _is_common_word(first[0][2]):
+                first.pop(0)
+        for seg in segments:
+            if not seg or len(seg) > _MAX_NAME_WORDS:
+                continue  # nothing left, or a title-cased heading rather than a name
+            ps, pe = seg[0][0], seg[-1][1]
+            if len(seg) >= 3 and _SHOUT_RE.fullmatch(text, ps, pe):
+                continue  # an all-caps run of 3+ words is shouting, not a name
+            surface = text[ps:pe]
+            found.append((ps, pe, "name", surface, fold_key(surface)))
 
     @staticmethod
     def _quoted(sc: _Scan) -> None:
