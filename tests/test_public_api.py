@@ -1,0 +1,88 @@
+"""The public surface: curated __all__, private modules, import guards, core purity."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import chatrecall
+import chatrecall.core
+
+ROOT = Path(chatrecall.__file__).parent
+
+EXPECTED_TOP = {
+    "BudgetConfig", "ChatRecall", "ChatRecallError", "ConfigError", "Entity", "ForgetReport", "Gate",
+    "GateConfig", "GateDecision", "GatePattern", "GateReason", "InvalidInputError", "NotFoundError", "Pin",
+    "PinConfig", "PinLimitError", "QueryType", "Record", "RetrievalConfig", "RetrievalResult", "Route",
+    "ScoredItem", "StoreError", "StoreLimits", "StoreUnavailableError", "Strategy", "Turn", "__version__",
+    "connect",
+}
+
+
+def test_top_level_all_is_curated_and_importable() -> None:
+    assert set(chatrecall.__all__) == EXPECTED_TOP
+    assert sorted(chatrecall.__all__) == list(chatrecall.__all__), "keep __all__ sorted"
+    for name in chatrecall.__all__:
+        assert getattr(chatrecall, name) is not None
+
+
+def test_core_all_exports_exist_and_modules_are_private() -> None:
+    for name in chatrecall.core.__all__:
+        assert hasattr(chatrecall.core, name), name
+    mods = [p.stem for p in (ROOT / "core").glob("*.py") if p.stem != "__init__"]
+    assert mods and all(m.startswith("_") for m in mods), mods
+
+
+def test_public_names_have_docstrings() -> None:
+    for name in chatrecall.core.__all__:
+        obj = getattr(chatrecall.core, name)
+        if callable(obj) and not isinstance(obj, type(Path)):
+            assert obj.__doc__, f"{name} has no docstring"
+
+
+def test_core_imports_only_numpy_and_stdlib() -> None:
+    allowed = set(sys.stdlib_module_names) | {"numpy", "chatrecall"}
+    for path in (ROOT / "core").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for n in names:
+                assert n.split(".")[0] in allowed, f"{path.name} imports {n}"
+
+
+def test_importing_core_loads_no_framework() -> None:
+    code = ("import sys, chatrecall, chatrecall.core, chatrecall.testing; "
+            "bad = [m for m in ('torch','chromadb','langchain_core','llama_index','sentence_transformers') "
+            "if m in sys.modules]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("module", "dep", "extra"), [
+    ("chatrecall.adapters.langchain", "langchain_core", "langchain"),
+    ("chatrecall.adapters.llamaindex", "llama_index.core", "llamaindex"),
+])
+def test_adapter_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch, module: str, dep: str,
+                                                   extra: str) -> None:
+    monkeypatch.setitem(sys.modules, dep, None)
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ImportError, match=rf"chatrecall\[{extra}\]"):
+        importlib.import_module(module)
+
+
+def test_chroma_store_without_chromadb_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from chatrecall.adapters.chroma import ChromaStore  # imports chromadb lazily, on construction
+
+    monkeypatch.setitem(sys.modules, "chromadb", None)
+    with pytest.raises(ImportError, match=r"chatrecall\[chroma\]"):
+        ChromaStore(path=tmp_path)
