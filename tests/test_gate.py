@@ -321,9 +321,9 @@ def test_gate_rejects_a_non_config() -> None:
 
 
 def test_extra_patterns_and_category_weights() -> None:
-    extra = GatePattern(category="explicit", regex=r"\bper our call\b", weight=1.0, target="memory")
-    assert Gate().decide("Per our call, send the invoice").route is Route.NONE
-    assert Gate(GateConfig(extra_patterns=(extra,))).decide("Per our call, send the invoice").route is Route.MEMORY
+    extra = GatePattern(category="explicit", regex=r"\bsprint review\b", weight=1.0, target="memory")
+    assert Gate().decide("Sprint review notes, please").route is Route.NONE
+    assert Gate(GateConfig(extra_patterns=(extra,))).decide("Sprint review notes, please").route is Route.MEMORY
     no_personal = Gate(GateConfig(category_weights={"personal": 0.0}))
     d = no_personal.decide("recommend me a laptop")
     assert d.route is Route.NONE
@@ -384,6 +384,15 @@ def test_analyse_refuses_what_it_cannot_prove(regex: str) -> None:
     assert _analyse(regex) is None
 
 
+def test_every_default_pattern_is_indexed() -> None:
+    # A pattern the analysis cannot index is searched on every message: correct
+    # but slow, so the defaults must all be indexable by a word.
+    for p in DEFAULT_PATTERNS:
+        trig = _analyse(p.regex)
+        assert trig is not None, p.regex
+        assert trig.mode in ("at", "first"), p.regex
+
+
 def _brute_force(config: GateConfig, message: str) -> Counter[str]:
     """Every pattern searched on its own: what the indexed gate must reproduce."""
     low = message.replace("\u2019", "'").lower()
@@ -403,7 +412,8 @@ _VOCAB = [
     "we", "discussed", "said", "mentioned", "earlier", "before", "last", "time", "yesterday", "my", "i",
     "prefer", "recommend", "no", "meant", "not", "wrong", "function", "error", "files", "there", "again",
     "help", "find", "for", "does", "do", "explain", "why", "which", "and", "so", "hi", "good", "morning",
-    "?", "!", ",", ".", "'s", "\u2019s", "TriBridConfig", "Is", "What", "THAT",
+    "?", "!", ",", ".", "'s", "\u2019s", "TriBridConfig", "Is", "What", "THAT", "best", "first", "said",
+    "told", "you", "there", "in", "to", "of", "day", "did", "a", "while", "ago", "should", "on", "monday",
 ]
 
 
@@ -428,3 +438,15 @@ def test_indexed_gate_matches_brute_force_on_examples() -> None:
     ):
         got = Counter(r.pattern for r in _GATE.decide(message).reasons)
         assert got == _brute_force(cfg, message), message
+
+
+def test_decide_is_thread_safe() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    g = Gate()
+    messages = ["Remember that cheese project?", "thanks!", "What are its symptoms?", "not that one",
+                "What does TriBridConfig do?", "my day was fine"] * 50
+    expected = [g.decide(m) for m in messages]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(g.decide, messages))
+    assert got == expected

@@ -17,7 +17,7 @@ from ._errors import (
     StoreUnavailableError,
 )
 from ._fakes import HashEmbedder
-from ._gate import Gate, GateConfig, GatePattern
+from ._gate import DEFAULT_PATTERNS, Gate, GateConfig, GatePattern
 from ._index import UserIndex
 from ._memstore import InMemoryStore
 from ._metrics import Metrics
@@ -41,6 +41,7 @@ from ._types import (
 )
 
 __all__ = [
+    "DEFAULT_PATTERNS",
     "ApproxTokenCounter",
     "Batch",
     "BudgetConfig",
