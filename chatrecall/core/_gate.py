@@ -492,6 +492,10 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
 
     # --- first-person personal facts / preferences -> memory (weaker, needs personalisation)
     _p("personal", r"\bmy\b", 0.3),
+    # questions about the user's own setup or life: "which database do we use?", "what did my sister plan?"
+    _p("personal", r"\b(?:do|did|does|are|were|was|have|had)\s+(?:we|my|our)\b|\bdid\s+i\b|"
+                   r"\bour\b|\bwe\s+(?:use|used|chose|picked|decided|agreed|settled|went|set|run|deploy|"
+                   r"called|named)\b", 0.5),
     _p("personal", rf"{_AFTER_FOR_ME}(?:me|myself|us|my)\b|\bmyself\b|"
                    r"\bmine\b", 0.35),
     _p("personal", r"\bi\s+(?:prefer|like|love|hate|dislike|enjoy|can't stand|don't like|don't eat|"
