@@ -579,7 +579,6 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
             k=self.k,
             strategy=self.strategy,
             budget_tokens=self.budget_tokens,
-            include_recent=False,  # the agent already sends its own messages
         )
         self.last_result = result
         return result_summary(result)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._budget import budget_for, select_items, tier_of
-from ._classifier import STRATEGY_FOR, classify_query
+from ._classifier import STRATEGY_FOR, TimeCue, classify_query, time_cue
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -23,6 +23,7 @@ from ._errors import (
     NotFoundError,
     PinLimitError,
     StoreError,
+    StoreUnavailableError,
 )
 from ._format import chunk_text, format_context
 from ._gate import Gate, GateConfig
@@ -53,6 +54,16 @@ __all__ = ["ChatRecall"]
 
 _COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
 _ANCHOR_KINDS = frozenset({"identifier", "path", "error", "quoted", "name"})
+#: Components scored on a turn alone; ``graph`` is computed from them.
+_BASE = ("recency", "relevance", "keyword", "entity")
+#: Strategies whose time component follows the query's time cues ("when", "two weeks ago").
+_TIME_AWARE = frozenset({Strategy.HYBRID, Strategy.GRAPH, Strategy.ENTITY})
+#: Weight of the time fit, as a share of relevance + keyword, when a query names a time.
+_TIME_SHARE = 0.15
+#: Decay of a neighbour's support per hop beyond the first.
+_HOP_DECAY = 0.5
+#: Store queries slower than this (ms, moving average) stop being asked on every search.
+_FRESH_MS = 5.0
 
 #: Fixed weight presets of the single strategies (hybrid uses the config weights).
 _PRESETS: dict[Strategy, dict[str, float]] = {
@@ -76,6 +87,14 @@ def _topk(scores: np.ndarray, k: int) -> np.ndarray:
     k = min(k, scores.size)
     part = np.argpartition(-scores, k - 1)[:k]
     return part[np.argsort(-scores[part], kind="stable")]
+
+
+def _topk_nonzero(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the (at most) k largest non-zero scores, best first; sparse-friendly."""
+    nz = np.flatnonzero(scores)
+    if nz.size == 0:
+        return nz.astype(np.int64)
+    return nz[_topk(scores[nz], k)].astype(np.int64)
 
 
 @dataclasses.dataclass
@@ -257,7 +276,7 @@ class ChatRecall:
 
         Every turn is validated before anything is written.
         """
-        if isinstance(turns, (str, bytes, Mapping)):
+        if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
             raise InvalidInputError(f"turns must be an iterable of turns, got {type(turns).__name__}")
         checked = [self._make_turn(t) for t in turns]
         if not checked:
@@ -322,18 +341,34 @@ class ChatRecall:
         owner = SHARED_OWNER if user_id is None else check_id("user_id", user_id, self.limits)
         if isinstance(documents, (str, bytes, Mapping)):
             documents = [documents]  # type: ignore[list-item]
+        elif not isinstance(documents, Iterable):
+            raise InvalidInputError(
+                f"documents must be a str, a mapping or an iterable of them, got {type(documents).__name__}"
+            )
         records: list[Record] = []
         now = self._clock()
+        seen: dict[str, tuple[int, str]] = {}
         for n, doc in enumerate(documents):
             if isinstance(doc, Mapping):
                 text = check_text(f"documents[{n}].text", doc.get("text"), self.limits)
                 md = dict(check_metadata(doc.get("metadata"), self.limits))
-                doc_id = check_id(f"documents[{n}].id", str(doc.get("id") or _hash_id(owner, text)), self.limits)
+                raw_id = doc.get("id")
+                if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+                    raw_id = str(raw_id)
+                doc_id = _hash_id(owner, text) if raw_id is None else check_id(
+                    f"documents[{n}].id", raw_id, self.limits)
                 if doc.get("title") is not None:
-                    md["title"] = str(doc["title"])
+                    md["title"] = check_text(f"documents[{n}].title", doc["title"], self.limits)
             else:
                 text = check_text(f"documents[{n}]", doc, self.limits)
                 md, doc_id = {}, _hash_id(owner, text)
+            first = seen.setdefault(doc_id, (n, text))
+            if first[0] != n:
+                if first[1] == text:
+                    continue  # the same document twice: store it once
+                raise InvalidInputError(
+                    f"documents[{n}].id={doc_id!r} repeats documents[{first[0]}] with a different text"
+                )
             for j, chunk in enumerate(chunk_text(text, max_words, overlap_words)):
                 keys = tuple(dict.fromkeys(e.key for e in self.extractor.extract(chunk)))
                 records.append(Record(
@@ -559,108 +594,163 @@ class ChatRecall:
         exclude: frozenset[str] = frozenset(),
         weights: Mapping[str, float] | None = None,
     ) -> _Search:
+        """Rank one user's memories for ``query``.
+
+        Candidates come from the in-process index: exact cosine top-C (the
+        user's vectors are all there, which beats a metadata-filtered store
+        query by an order of magnitude), BM25 top-C, entity top-C, the newest
+        C (recency strategy) and the turns of a period the query names. Each
+        candidate's conversation neighbours join them. Every scored turn gets
+        the base components (relevance, keyword, entity, recency or time fit);
+        the graph component then adds the support of linked turns: the best
+        neighbour within ``graph_depth`` NEXT/PREV hops and the best other
+        turn of the same session.
+        """
         cfg = self.retrieval_config
         qtype = classify_query(query, entities)
         strat = strategy or STRATEGY_FOR[qtype]
-        w = dict(weights or (cfg.weights if strat is Strategy.HYBRID else _PRESETS[strat]))
+        raw = weights or (cfg.weights if strat is Strategy.HYBRID else _PRESETS[strat])
+        w = {c: float(raw.get(c, 0.0)) for c in _COMPONENTS}
         if strategy is None and qtype is QueryType.SPECIFIC and strat is Strategy.HYBRID:
-            w["keyword"] = w.get("keyword", 0.0) + 0.15  # exact anchors: lean on BM25
+            w["keyword"] += 0.15  # exact anchors: lean on BM25
+        now = self._clock()
+        cue = time_cue(query, entities, now) if strat in _TIME_AWARE else TimeCue()
+        has_cue = bool(cue)
+        if has_cue:
+            # The query names a time: the time component measures fit to it, not recency.
+            w["recency"] = max(w["recency"], _TIME_SHARE * (w["relevance"] + w["keyword"]))
         total_w = sum(w.values()) or 1.0
-        w = {c: w.get(c, 0.0) / total_w for c in _COMPONENTS}
+        w = {c: w[c] / total_w for c in _COMPONENTS}
 
         st = self._state(user_id)
-        where: dict[str, Any] = {"user_id": user_id}
-        if session_id is not None:
-            where["session_id"] = session_id
+        self._refresh(st, user_id, qvec)
         C = max(cfg.candidates, k)
-        hits = self.store.query(COLLECTION_MEMORIES, qvec, C, where) if w["relevance"] > 0 else []
-        unknown = [h.record.id for h in hits if h.record.id not in st.index]
-        if unknown:
-            self._pull(st, unknown)
         with st.lock:
             idx = st.index
             n = len(idx)
             if n == 0:
                 return _Search((), (), strat, qtype)
-            parts = [np.asarray([idx.pos[h.record.id] for h in hits if h.record.id in idx.pos], dtype=np.int64)]
+            allowed: np.ndarray | None = None  # positions a result may take (session filter)
+            if session_id is not None:
+                allowed = idx.session_positions(session_id)
+            ex = np.asarray(sorted(idx.pos[i] for i in exclude if i in idx.pos), dtype=np.int64)
+
+            parts: list[np.ndarray] = []
+            dense_rank: dict[int, int] = {}
+            if w["relevance"] > 0 or strat is Strategy.HYBRID:
+                if allowed is None:
+                    dpos, _ = idx.dense_topk(qvec, C)
+                else:
+                    sims = idx.dense(qvec, allowed)
+                    dpos = allowed[_topk(sims, C)]
+                parts.append(dpos)
+                dense_rank = {int(p): r for r, p in enumerate(dpos.tolist())}
             keyword = np.zeros(n, dtype=np.float32)
             if w["keyword"] > 0 or strat is Strategy.HYBRID:
                 keyword = idx.bm25(query)
+                if ex.size:
+                    keyword[ex] = 0.0  # excluded turns (the recent window) must not set the scale
                 kmax = float(keyword.max())
                 if kmax > 0:
-                    keyword = keyword / kmax
-                    parts.append(_topk(keyword, C)[: int(np.count_nonzero(keyword))])
+                    keyword /= kmax
+                    parts.append(_topk_nonzero(keyword, C))
             keys = [e.key for e in entities]
             entity, related = idx.entity_scores(keys)
-            if w["entity"] > 0 and entity.any():
-                parts.append(_topk(entity, C)[: int(np.count_nonzero(entity))])
-            recency = idx.recency(self._clock(), cfg.half_life_s)
+            if w["entity"] > 0:
+                parts.append(_topk_nonzero(entity, C))
             if strat is Strategy.RECENCY:
                 parts.append(_topk(idx.timestamps.astype(np.float64), C))
+            if cue.window is not None:
+                inside = np.flatnonzero((idx.timestamps >= cue.window[0]) & (idx.timestamps < cue.window[1]))
+                if inside.size > C:
+                    inside = inside[_topk(idx.dense(qvec, inside), C)]
+                parts.append(inside)
             cand = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-            if session_id is not None and cand.size:
-                cand = cand[np.fromiter((idx.records[p].session_id == session_id for p in cand.tolist()),
-                                        dtype=bool, count=cand.size)]
-            if exclude and cand.size:
-                ex = np.asarray([idx.pos[i] for i in exclude if i in idx.pos], dtype=np.int64)
-                cand = np.setdiff1d(cand, ex, assume_unique=False)
+            depth = cfg.graph_depth if w["graph"] > 0 else 0
+            if depth and cand.size:
+                cand = idx.expand(cand, depth)  # neighbours are scored too: the answer may be the next turn
+            if allowed is not None and cand.size:
+                cand = cand[np.isin(cand, allowed)]
+            if ex.size and cand.size:
+                cand = cand[~np.isin(cand, ex)]
             if cand.size == 0:
                 return _Search((), (), strat, qtype)
-            emb = idx.embeddings
-            relevance = np.clip(emb[cand] @ qvec.astype(np.float32), 0.0, 1.0)
+
+            relevance = np.clip(idx.dense(qvec, cand), 0.0, 1.0)
+            if has_cue:
+                tfit = np.zeros(cand.size, dtype=np.float32)
+                if cue.window is not None:
+                    ts = idx.timestamps[cand]
+                    tfit = ((ts >= cue.window[0]) & (ts < cue.window[1])).astype(np.float32)
+                if cue.asks_when:
+                    tfit = np.maximum(tfit, idx.has_time[cand].astype(np.float32))
+                time_comp = tfit
+            else:
+                time_comp = idx.recency(now, cfg.half_life_s, cand)
             comp = {
-                "recency": recency[cand],
+                "recency": time_comp,
                 "relevance": relevance,
                 "keyword": keyword[cand],
                 "entity": entity[cand],
                 "graph": np.zeros(cand.size, dtype=np.float32),
             }
-            prelim = sum(w[c] * comp[c] for c in _COMPONENTS)
-            hops = np.full(n, -1, dtype=np.int64)
-            if w["graph"] > 0 and cfg.graph_depth > 0:
-                # Seeds: the few strong candidates; weak ones would spread noise.
-                seed_idx = _topk(prelim, min(5, cand.size))
-                seed_idx = seed_idx[prelim[seed_idx] >= 0.5 * float(prelim[seed_idx[0]])]
-                g, hops = idx.neighbours(cand[seed_idx], prelim[seed_idx], cfg.graph_depth)
-                reached = np.flatnonzero(g > 0)
-                extra = np.setdiff1d(reached, cand)
-                if exclude and extra.size:
-                    extra = np.setdiff1d(extra, ex)
-                if session_id is not None and extra.size:
-                    extra = extra[np.fromiter((idx.records[p].session_id == session_id for p in extra.tolist()),
-                                              dtype=bool, count=extra.size)]
-                if extra.size:
-                    cand = np.concatenate([cand, extra])
-                    comp = {
-                        "recency": recency[cand],
-                        "relevance": np.clip(emb[cand] @ qvec.astype(np.float32), 0.0, 1.0),
-                        "keyword": keyword[cand],
-                        "entity": entity[cand],
-                        "graph": g[cand],
-                    }
-                else:
-                    comp["graph"] = g[cand]
-            final = sum(w[c] * comp[c] for c in _COMPONENTS)
+            base = sum(w[c] * comp[c] for c in _BASE)
+            hops = np.zeros(cand.size, dtype=np.int64)
+            if depth:
+                b_total = sum(w[c] for c in _BASE) or 1.0
+                half = 0.5 * w["graph"]
+                nb, hops = idx.context(cand, base, depth, decay=_HOP_DECAY)
+                nb /= b_total
+                step = base + half * nb
+                sess = idx.session_context(cand, step) / (b_total + half)
+                comp["graph"] = np.minimum(0.5 * (nb + sess), 1.0)
+                # report a hop only where the neighbour carried a real share of the score
+                hops = np.where(half * nb >= 0.25 * (step + half * sess), hops, 0)
+            final = base + w["graph"] * comp["graph"]
             if strat is Strategy.RELEVANCE:
                 final = np.where(comp["relevance"] >= cfg.relevance_floor, final, -1.0)
             order = _topk(final, k + 5)
             order = order[final[order] > 0] if strat is not Strategy.RECENCY else order
             used = {c: w[c] for c in _COMPONENTS if w[c] > 0}
             items, rejected = [], []
-            dense_rank = {h.record.id: r for r, h in enumerate(hits)}
             for rank, j in enumerate(order.tolist()):
                 p = int(cand[j])
                 rec = idx.records[p]
                 comps = {c: float(comp[c][j]) for c in used}
-                why = self._why(rec, comps, dense_rank.get(rec.id), keys, int(hops[p]), related)
+                why = self._why(rec, comps, dense_rank.get(p), keys, int(hops[j]), related)
+                if has_cue and comps.get("recency", 0) > 0:
+                    why += "; time match"
                 item = ScoredItem(id=rec.id, text=rec.text, source="memory", score=float(final[j]),
-                                  components=comps, tokens=self.token_counter.count(rec.text),
+                                  components=comps, tokens=idx.token_count(p, self.token_counter.count),
                                   tier=tier_of(float(final[j]), self.budget_config), why=why, record=rec)
                 if rank < k:
                     items.append(item)
                 else:
                     rejected.append(dataclasses.replace(item, why=f"rank {rank + 1} > k={k}; {why}"))
         return _Search(tuple(items), tuple(rejected), strat, qtype)
+
+    def _refresh(self, st: _UserState, user_id: str, qvec: np.ndarray) -> None:
+        """Pick up memories other processes wrote, when the store can say so cheaply.
+
+        A metadata-filtered store query is cheap on small stores and the
+        in-memory store, but costs tens of milliseconds on a large Chroma
+        collection. It is asked on every search while its measured latency
+        stays under ``_FRESH_MS``, else once per ``sync_interval_s`` (the
+        periodic sync reloads the whole user anyway).
+        """
+        now = time.monotonic()
+        ewma = self.__dict__.get("_fresh_ms", 0.0)
+        last = self.__dict__.get("_fresh_at", float("-inf"))
+        if ewma > _FRESH_MS and now - last < self._sync_interval:
+            return
+        t0 = time.perf_counter()
+        hits = self.store.query(COLLECTION_MEMORIES, qvec, 8, {"user_id": user_id})
+        ms = (time.perf_counter() - t0) * 1e3
+        self.__dict__["_fresh_ms"] = ms if ewma == 0.0 else 0.7 * ewma + 0.3 * ms
+        self.__dict__["_fresh_at"] = now
+        unknown = [h.record.id for h in hits if h.record.id not in st.index]
+        if unknown:
+            self._pull(st, unknown)
 
     @staticmethod
     def _why(rec: Record, comps: Mapping[str, float], dense_rank: int | None, keys: Sequence[str],
@@ -715,7 +805,9 @@ class ChatRecall:
             hit = anchors & set(it.record.entities if it.record else ())
             if hit:
                 return f"anchor {sorted(hit)[0]!r} found in memory"
-        qterms = set(tokenize(query))
+        # Content terms only: the trigger words ("remember", "earlier") are in no memory.
+        triggers = {t for r in gate.reasons if r.category != "personal" for t in tokenize(r.match)}
+        qterms = set(tokenize(query)) - triggers
         if len(qterms) >= 2:
             for it in items:
                 covered = len(qterms & set(tokenize(it.text))) / len(qterms)
@@ -761,7 +853,10 @@ class ChatRecall:
                 the caller already sends its own message history).
 
         Backend failures never raise here: the result reports a degraded
-        route in ``notes`` and carries whatever could be retrieved.
+        route in ``notes`` and carries whatever could be retrieved. Once the
+        store was found unreachable, the steps that can only ask the store
+        (corpus search, loading an uncached user) are skipped, so a dead or
+        frozen store costs at most about two store timeouts per call.
         """
         t_start = time.perf_counter()
         check_text("message", message, self.limits)
@@ -787,6 +882,7 @@ class ChatRecall:
         taken = route or gate.route
 
         st: _UserState | None = None
+        store_down = False  # set once the store was unreachable: later steps skip it
         pins: list[Pin] = []
         recent: tuple[ScoredItem, ...] = ()
         entities: list[Entity] = []
@@ -808,6 +904,7 @@ class ChatRecall:
         except StoreError as exc:
             notes.append(f"degraded: store unavailable for pins/recent ({type(exc).__name__})")
             self.metrics.incr("degraded")
+            store_down = isinstance(exc, StoreUnavailableError)
             if st is not None and st.pins is not None:
                 pins = [p for p in st.pins if p.session_id in (None, session_id)]
         if gate.correction and route is None and not taken.wants_memory:
@@ -825,6 +922,7 @@ class ChatRecall:
                 taken = Route.BOTH
                 notes.append(f"query names {hits[0]!r} from memory: searching memory too")
         memory_items: list[ScoredItem] = []
+        phase1: list[ScoredItem] = []  # phase-1 memories judged not useful
         corpus_items: list[ScoredItem] = []
         rejected: list[ScoredItem] = []
         search: _Search | None = None
@@ -835,7 +933,12 @@ class ChatRecall:
             timings["embed"] = (time.perf_counter() - t) * 1e3
             exclude = frozenset(r.id for r in recent)
             want_corpus = taken.wants_corpus
-            if taken.wants_memory:
+            if taken.wants_memory and store_down and st is None:
+                # The user's index could not be loaded and the store is unreachable:
+                # searching would only wait on it again.
+                notes.append("degraded: memory search skipped (store unavailable)")
+                want_corpus = True
+            elif taken.wants_memory:
                 two_phase = taken is Route.MEMORY
                 top = cfg.phase1_top_k if two_phase else k
                 t = time.perf_counter()
@@ -847,12 +950,13 @@ class ChatRecall:
                     rejected.extend(search.rejected)
                     self.metrics.incr("searches_run.memory")
                 except cf.TimeoutError:
-                    notes.append(f"memory lookup skipped: over its {cfg.phase1_timeout_ms:.0f} ms budget")
+                    notes.append(f"degraded: memory lookup skipped: over its {cfg.phase1_timeout_ms:.0f} ms budget")
                     self.metrics.incr("phase1_timeouts")
                     fut.cancel()
                 except StoreError as exc:
                     notes.append(f"degraded: memory store unavailable ({exc})")
                     self.metrics.incr("degraded")
+                    store_down = isinstance(exc, StoreUnavailableError)
                 timings["memory"] = (time.perf_counter() - t) * 1e3
                 if two_phase:
                     useful = self._useful(memory_items, entities, gate, message)
@@ -860,12 +964,12 @@ class ChatRecall:
                         notes.append(f"memory useful ({useful}): corpus skipped")
                         self.metrics.incr("searches_skipped.memory_useful")
                     else:
-                        if memory_items:
-                            notes.append("memory not useful: dropped, falling back to corpus")
-                            rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in memory_items)
-                            memory_items = []
+                        phase1 = memory_items
+                        memory_items = []
                         want_corpus = True
-            if want_corpus:
+            if want_corpus and store_down:
+                notes.append("degraded: corpus search skipped (store unavailable)")
+            elif want_corpus:
                 t = time.perf_counter()
                 try:
                     if self._corpus_count is None:
@@ -880,6 +984,13 @@ class ChatRecall:
                     notes.append(f"degraded: corpus store unavailable ({exc})")
                     self.metrics.incr("degraded")
                 timings["corpus"] = (time.perf_counter() - t) * 1e3
+            if phase1:
+                if corpus_items:
+                    notes.append("memory not useful: dropped for the corpus")
+                    rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in phase1)
+                else:  # nothing better to offer: a weak memory beats no context
+                    notes.append("memory not clearly useful, but the corpus had nothing: kept")
+                    memory_items = phase1
         else:
             self.metrics.incr("searches_skipped.route_none")
 
