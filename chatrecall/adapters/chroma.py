@@ -220,6 +220,53 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+@functools.lru_cache(maxsize=1)
+def _deadline_types() -> tuple[type, type]:
+    """httpx transport and stream wrappers that bound a whole request by one deadline."""
+    import httpx
+
+    class DeadlineStream(httpx.SyncByteStream):
+        def __init__(self, inner: Any, deadline: float, timeout_s: float, request: Any) -> None:
+            self._inner, self._deadline, self._timeout_s, self._request = inner, deadline, timeout_s, request
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._inner:
+                if time.monotonic() > self._deadline:
+                    raise httpx.ReadTimeout(
+                        f"response not complete within timeout_s={self._timeout_s}", request=self._request
+                    )
+                yield chunk
+
+        def close(self) -> None:
+            self._inner.close()
+
+    class DeadlineTransport(httpx.BaseTransport):
+        def __init__(self, inner: Any, timeout_s: float) -> None:
+            self._inner, self._timeout_s = inner, timeout_s
+
+        def handle_request(self, request: Any) -> Any:
+            deadline = time.monotonic() + self._timeout_s
+            response = self._inner.handle_request(request)
+            return httpx.Response(
+                status_code=response.status_code,
+                headers=response.headers,
+                stream=DeadlineStream(response.stream, deadline, self._timeout_s, request),
+                extensions=response.extensions,
+                request=request,
+            )
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return DeadlineTransport, DeadlineStream
+
+
+def _deadline_transport(inner: Any, timeout_s: float) -> Any:
+    """Wrap an httpx transport so that no request outlives ``timeout_s`` (plus one socket read)."""
+    transport_type, _ = _deadline_types()
+    return transport_type(inner, timeout_s)
+
+
 class ChromaStore:
     """A :class:`MemoryStore` backed by Chroma (embedded or client/server).
 
@@ -235,7 +282,9 @@ class ChromaStore:
         client: A ready ``chromadb`` client, used as is (not closed by us).
         namespace: Prefix of the Chroma collection names
             (``{namespace}_{collection}``), so several apps can share a server.
-        timeout_s: Connect/read timeout of server requests.
+        timeout_s: Deadline of each server request, from connecting to the
+            last byte of the response (a server that trickles bytes cannot
+            stretch a call past it by more than one socket read).
         retries: Extra attempts of a write (upsert/delete) that failed because
             the server was unreachable, with exponential backoff.
 
@@ -331,6 +380,12 @@ class ChromaStore:
         if isinstance(session, httpx.Client):
             # chromadb builds its httpx session with timeout=None; bound every request.
             session.timeout = httpx.Timeout(self.timeout_s)
+            # httpx timeouts are per socket operation: a server trickling bytes, each
+            # just inside the read timeout, could hold a call indefinitely. Put one
+            # deadline on the whole request (headers and body).
+            transport = getattr(session, "_transport", None)
+            if isinstance(transport, httpx.BaseTransport):
+                session._transport = _deadline_transport(transport, self.timeout_s)
         return client
 
     def _get_client(self) -> Any:

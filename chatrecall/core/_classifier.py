@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "classify_query"]
+__all__ = ["STRATEGY_FOR", "TimeCue", "classify_query", "time_cue"]
 
 _RECENT = re.compile(
     r"\b(just now|a moment ago|a minute ago|last (?:thing|message|answer|one)|you just|i just|"
@@ -48,3 +50,103 @@ def classify_query(message: str, entities: Sequence[Entity]) -> QueryType:
     if any(e.kind == "name" for e in entities):
         return QueryType.ENTITY
     return QueryType.HYBRID
+
+
+# ----------------------------------------------------------------- time cues
+_WHEN = re.compile(
+    r"^\s*(?:when\b|what (?:time|date|day|year|month)\b|which (?:day|date|year|month|week)\b|"
+    r"how long ago\b|since when\b)|\bwhen did\b|\bon what (?:date|day)\b",
+    re.I,
+)
+_UNIT_S = {"day": 86400.0, "week": 7 * 86400.0, "weekend": 7 * 86400.0, "month": 30.44 * 86400.0,
+           "year": 365.25 * 86400.0}
+_NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+           "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "few": 3, "couple": 2,
+           "a few": 3, "a couple": 2, "a couple of": 2, "couple of": 2, "several": 4}
+_AGO = re.compile(r"^(\d+|[a-z]+(?: [a-z]+)*?)\s+(day|week|month|year)s?\s+ago$")
+_RELATIVE = {
+    "today": (0, "day"), "tonight": (0, "day"), "yesterday": (1, "day"),
+    "last week": (1, "week"), "last weekend": (1, "week"), "last month": (1, "month"), "last year": (1, "year"),
+    "this week": (0, "week"), "this weekend": (0, "week"), "this month": (0, "month"), "this year": (0, "year"),
+}
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_ISO = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeCue:
+    """What a query says about time.
+
+    Attributes:
+        asks_when: The query asks for a time ("When did...", "What year...");
+            memories that mention a time are likelier answers.
+        window: ``(start, end)`` POSIX seconds of the period the query names
+            ("two weeks ago", "in March", "8 May 2023"), or None.
+    """
+
+    asks_when: bool = False
+    window: tuple[float, float] | None = None
+
+    def __bool__(self) -> bool:
+        return self.asks_when or self.window is not None
+
+
+def _month_window(year: int, month: int) -> tuple[float, float]:
+    start = datetime(year, month, 1, tzinfo=timezone.utc).timestamp()
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc).timestamp()
+    return start, end
+
+
+def _window(key: str, now: float) -> tuple[float, float] | None:
+    """The period a date entity key names, relative to ``now`` (None if it names none)."""
+    if key in _RELATIVE:
+        n, unit = _RELATIVE[key]
+        span = _UNIT_S[unit]
+        centre = now - n * span
+        return centre - span, centre + (0.0 if n == 0 else span / 2)
+    m = _AGO.match(key)
+    if m:
+        word = m.group(1)
+        count = int(word) if word.isdigit() else _NUMBER.get(word)
+        if count is None:
+            return None
+        span = _UNIT_S[m.group(2)]
+        centre = now - count * span
+        return centre - span / 2, centre + span / 2
+    if key in _MONTHS:  # the last such month before now
+        today = datetime.fromtimestamp(now, timezone.utc)
+        month = _MONTHS.index(key) + 1
+        return _month_window(today.year if month <= today.month else today.year - 1, month)
+    m = _ISO.match(key)
+    if m:
+        year, month, day = int(m.group(1)), m.group(2), m.group(3)
+        try:
+            if day:
+                start = datetime(year, int(month), int(day), tzinfo=timezone.utc).timestamp()
+                return start, start + 86400.0
+            if month:
+                return _month_window(year, int(month))
+            return (datetime(year, 1, 1, tzinfo=timezone.utc).timestamp(),
+                    datetime(year + 1, 1, 1, tzinfo=timezone.utc).timestamp())
+        except ValueError:
+            return None
+    return None
+
+
+def time_cue(message: str, entities: Sequence[Entity], now: float) -> TimeCue:
+    """Read the time cues of a query: does it ask *when*, does it name a period.
+
+    Example:
+        >>> from chatrecall.core._types import Entity
+        >>> cue = time_cue("What did I do two weeks ago?", [Entity("two weeks ago", "date", "two weeks ago")], 1e9)
+        >>> round((cue.window[1] - cue.window[0]) / 86400)
+        7
+    """
+    window = None
+    for e in entities:
+        if e.kind == "date":
+            window = _window(e.key, now)
+            if window is not None:
+                break
+    return TimeCue(asks_when=bool(_WHEN.search(message)), window=window)

@@ -43,7 +43,7 @@ def _weights(name: str, value: Mapping[str, float]) -> Mapping[str, float]:
 
 #: Default hybrid weights, chosen on LoCoMo and checked on LongMemEval.
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
-    {"recency": 0.05, "relevance": 0.50, "keyword": 0.25, "entity": 0.10, "graph": 0.10}
+    {"recency": 0.02, "relevance": 0.50, "keyword": 0.15, "entity": 0.02, "graph": 0.49}
 )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -22,6 +22,21 @@ __all__ = ["UserIndex", "tokenize"]
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|\d+", re.UNICODE)
 _STOP = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "am", "i", "me", "my", "mine", "we", "us", "our", "you", "your", "yours", "he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "this", "that", "these", "those", "do", "does", "did", "doing", "have", "has", "had", "having", "not", "no", "yes", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "there", "here", "about", "into", "over", "under", "again", "very", "just", "also", "than", "too", "only", "own", "same", "such", "up", "down", "out", "off", "all", "any", "both", "each", "few", "more", "most", "other", "some", "s", "t", "don", "let", "lets", "let's", "i'm", "it's", "that's", "you're", "we're"]
+)
+
+
+#: Time expressions in a memory's text ("yesterday", "last week", "in May", "2023", weekdays...):
+#: such memories are likelier answers to "When did...?" questions.
+_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|weekends?|"
+    r"(?:last|next|this|past|coming) (?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|"
+    r"morning|evening|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:a|one|two|three|four|five|few|couple of) (?:days?|weeks?|months?|years?)|"
+    r"january|february|march|april|june|july|august|september|october|november|december|"
+    r"(?:in|of|early|late|mid) may|may \d|"
+    r"mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|"
+    r"(?:19|20)\d\d|\d{1,2}/\d{1,2}(?:/\d{2,4})?)\b",
+    re.IGNORECASE,
 )
 
 
@@ -63,6 +78,8 @@ class UserIndex:
 
     K1 = 1.2
     B = 0.75
+    #: Above this many memories the dense scan runs on a sign-bit shortlist.
+    EXACT_MAX = 20_000
 
     def __init__(self, dim: int, *, max_entity_fanout: int = 64) -> None:
         self.dim = dim
@@ -72,10 +89,18 @@ class UserIndex:
         self._emb = np.zeros((0, dim), dtype=np.float32)
         self._ts = np.zeros(0, dtype=np.float64)
         self._dl = np.zeros(0, dtype=np.float32)
+        self._time = np.zeros(0, dtype=bool)
+        self._scode = np.zeros(0, dtype=np.int64)
+        self._tok = np.zeros(0, dtype=np.int32)  # token count cache, 0 = not counted yet
+        # sign bits of each vector, word-major (words, capacity): Hamming prefilter for large indexes
+        self._words = (-(-dim // 8) + 7) // 8
+        self._bits = np.zeros((self._words, 0), dtype=np.uint64)
+        self._session_code: dict[str, int] = {}
         self._n_emb = 0
         # term -> (positions, tfs) as growing lists; arrays materialised lazily per term
         self._post: dict[str, tuple[list[int], list[int]]] = {}
         self._post_np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._ent_np: dict[str, np.ndarray] = {}
         self._ent: dict[str, list[int]] = defaultdict(list)
         self._cooc: dict[str, Counter[str]] = defaultdict(Counter)
         self._sessions: dict[str, list[int]] = defaultdict(list)
@@ -98,6 +123,16 @@ class UserIndex:
     def timestamps(self) -> np.ndarray:
         return self._ts[: len(self.records)]
 
+    @property
+    def has_time(self) -> np.ndarray:
+        """Per position: the text mentions a time (date, weekday, "last week"...)."""
+        return self._time[: len(self.records)]
+
+    @property
+    def session_codes(self) -> np.ndarray:
+        """Per position: a small integer standing for the record's session."""
+        return self._scode[: len(self.records)]
+
     def add(self, records: Sequence[Record], embeddings: np.ndarray) -> list[int]:
         """Add records not yet indexed; returns their positions (existing ones too)."""
         out: list[int] = []
@@ -113,11 +148,15 @@ class UserIndex:
             return out
         start = len(self.records)
         self._grow(start + len(new))
+        self._bits[:, start:start + len(new)] = self._sign_bits(np.stack([v for _, v in new])).T
+        self._tok[start:start + len(new)] = 0
         for off, (rec, vec) in enumerate(new):
             p = start + off
             self.records.append(rec)
             self._emb[p] = vec
             self._ts[p] = rec.timestamp
+            self._time[p] = _TIME.search(rec.text) is not None
+            self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
             terms = Counter(tokenize(rec.text))
             self._dl[p] = sum(terms.values())
             for t, tf in terms.items():
@@ -130,6 +169,7 @@ class UserIndex:
             keys = rec.entities[:24]  # cap: co-occurrence is quadratic in entities per turn
             for k in keys:
                 self._ent[k].append(p)
+                self._ent_np.pop(k, None)
                 c = self._cooc[k]
                 for other in keys:
                     if other != k:
@@ -149,6 +189,12 @@ class UserIndex:
         self._emb = emb
         self._ts = np.resize(self._ts, new_cap)
         self._dl = np.resize(self._dl, new_cap)
+        self._time = np.resize(self._time, new_cap)
+        self._scode = np.resize(self._scode, new_cap)
+        self._tok = np.resize(self._tok, new_cap)
+        bits = np.zeros((self._words, new_cap), dtype=np.uint64)
+        bits[:, :cap] = self._bits[:, :cap]
+        self._bits = bits
 
     def remove(self, ids: Iterable[str]) -> int:
         """Drop records by id (rebuilds the index); returns how many were dropped."""
@@ -168,9 +214,9 @@ class UserIndex:
         if self._prev.shape[0] != n:
             prev = np.full(n, -1, dtype=np.int64)
             nxt = np.full(n, -1, dtype=np.int64)
-            m = self._prev.shape[0]
-            prev[:m] = self._prev
-            nxt[:m] = self._next
+            m = min(self._prev.shape[0], n)
+            prev[:m] = self._prev[:m]
+            nxt[:m] = self._next[:m]
             self._prev, self._next = prev, nxt
         for sid in self._dirty_sessions:
             members = self._sessions[sid]
@@ -210,7 +256,6 @@ class UserIndex:
         frontier, fscore = seeds.astype(np.int64), seed_scores.astype(np.float32)
         for h in range(1, depth + 1):
             parts = [self._prev[frontier], self._next[frontier]]
-            srcs = [frontier, frontier]
             sparts = [fscore * decay, fscore * decay]
             # Shared rare entities: common ones (speaker names) would link everything.
             for p, s in zip(frontier[:16].tolist(), fscore[:16].tolist()):
@@ -218,15 +263,10 @@ class UserIndex:
                     plist = self._ent.get(key)
                     if plist and len(plist) <= self.max_entity_fanout:
                         parts.append(np.asarray(plist, dtype=np.int64))
-                        srcs.append(np.full(len(plist), p, dtype=np.int64))
                         sparts.append(np.full(len(plist), s * decay * 0.6, dtype=np.float32))
             nb = np.concatenate(parts)
-            src = np.concatenate(srcs)
             sc = np.concatenate(sparts)
-            # New nodes only; a seed counts when another seed reaches it in one hop.
-            ok = (nb >= 0) & (nb != src)
-            seen = hops[np.where(ok, nb, 0)]
-            ok &= (seen < 0) | ((seen == 0) & (h == 1))
+            ok = nb >= 0
             nb, sc = nb[ok], sc[ok]
             if nb.size == 0:
                 break
@@ -237,10 +277,145 @@ class UserIndex:
             if fresh.size > frontier_cap:
                 fresh = fresh[np.argpartition(-score[fresh], frontier_cap - 1)[:frontier_cap]]
             frontier, fscore = fresh, score[fresh]
+        score[seeds] = 0.0  # seeds score by their own components, not by being seeds
         bonus = np.minimum(np.log1p(np.maximum(conn - 1.0, 0.0)) * 0.1, 0.3)
         return np.minimum(score * (1.0 + bonus), 1.0), hops
 
+    def expand(self, seeds: np.ndarray, depth: int) -> np.ndarray:
+        """Positions within ``depth`` NEXT/PREV hops of ``seeds`` (seeds included), sorted."""
+        self._link()
+        out = [seeds.astype(np.int64)]
+        frontier = seeds.astype(np.int64)
+        for _ in range(depth):
+            nb = np.concatenate([self._prev[frontier], self._next[frontier]])
+            frontier = np.unique(nb[nb >= 0])
+            out.append(frontier)
+        return np.unique(np.concatenate(out))
+
+    def context(self, positions: np.ndarray, base: np.ndarray, depth: int,
+                *, decay: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+        """Support each scored position gets from its conversation neighbours.
+
+        A chat turn is often understood only with the turns around it (the
+        question it answers, the remark it follows up), so a memory whose
+        neighbour matches the query is itself a likely answer. Along NEXT/PREV
+        edges, the context of a position is the best ``base`` score within
+        ``depth`` hops, times ``decay`` per hop beyond the first. Only
+        positions in ``positions`` (sorted, unique) contribute.
+
+        Returns:
+            (context per position, hop count of the best neighbour; 0 = none)
+        """
+        self._link()
+        m = positions.size
+        ctx = np.zeros(m, dtype=np.float32)
+        hops = np.zeros(m, dtype=np.int64)
+        if m == 0 or depth <= 0:
+            return ctx, hops
+        ps = _slots(positions, self._prev[positions])
+        ns = _slots(positions, self._next[positions])
+        cur = base.astype(np.float32)
+        mult = 1.0
+        for h in range(1, depth + 1):
+            a = np.where(ps >= 0, cur[np.maximum(ps, 0)], 0.0)
+            b = np.where(ns >= 0, cur[np.maximum(ns, 0)], 0.0)
+            cur = np.maximum(a, b).astype(np.float32)
+            val = cur * mult
+            better = val > ctx
+            hops[better] = h
+            ctx = np.maximum(ctx, val)
+            mult *= decay
+        return ctx, hops
+
+    def session_context(self, positions: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Per scored position: the best score of another scored turn of its session.
+
+        A session that holds several matching turns is about the query's
+        topic; its turns support each other.
+        """
+        m = positions.size
+        if m == 0:
+            return np.zeros(0, dtype=np.float32)
+        codes = self._scode[positions]
+        order = np.lexsort((-scores, codes))  # by session, best first
+        c_sorted = codes[order]
+        first = np.ones(m, dtype=bool)
+        first[1:] = c_sorted[1:] != c_sorted[:-1]
+        starts = np.flatnonzero(first)
+        group = np.cumsum(first) - 1
+        best = scores[order][starts]
+        second = np.zeros(starts.size, dtype=np.float32)
+        has_two = np.append(starts[1:], m) - starts > 1
+        second[has_two] = scores[order][starts[has_two] + 1]
+        out_sorted = np.where(first, second[group], best[group])
+        out = np.empty(m, dtype=np.float32)
+        out[order] = out_sorted
+        return out
+
     # ------------------------------------------------------------------ scoring
+    def dense(self, qvec: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
+        """Cosine similarity of ``qvec`` to every (or the given) position's vector."""
+        q = np.asarray(qvec, dtype=np.float32)
+        emb = self.embeddings if positions is None else self.embeddings[positions]
+        # einsum runs in the calling thread: a BLAS matvec wakes a thread pool, which on a
+        # busy 2-core machine costs more (milliseconds) than the product itself
+        return np.einsum("ij,j->i", emb, q)
+
+    def _sign_bits(self, vectors: np.ndarray) -> np.ndarray:
+        """(m, words) uint64 sign codes of ``vectors``."""
+        packed = np.packbits(np.asarray(vectors) > 0, axis=1)
+        pad = self._words * 8 - packed.shape[1]
+        if pad:
+            packed = np.pad(packed, ((0, 0), (0, pad)))
+        return np.ascontiguousarray(packed).view(np.uint64)
+
+    def dense_topk(self, qvec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Cosine top-``k``: (positions, similarities), best first.
+
+        The user's vectors are all in memory, so a scan here is both more
+        precise and faster than a metadata-filtered store query. Up to
+        ``EXACT_MAX`` vectors the scan is exact; above, the vectors' sign bits
+        pick the ``max(40 k, 2000)`` nearest in Hamming distance (a 32x
+        smaller scan) and only those are scored exactly, which keeps over
+        99% of the exact top 50 on MiniLM vectors.
+        """
+        n = len(self.records)
+        if n == 0 or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        k = min(k, n)
+        shortlist = max(40 * k, 2000)
+        if n <= self.EXACT_MAX or shortlist >= n:
+            pos = np.arange(n, dtype=np.int64)
+            sims = self.dense(qvec)
+        else:
+            pos = self._hamming_shortlist(qvec, shortlist)
+            sims = self.dense(qvec, pos)
+        part = np.argpartition(-sims, k - 1)[:k] if k < sims.size else np.arange(sims.size)
+        part = part[np.argsort(-sims[part], kind="stable")]
+        return pos[part], sims[part]
+
+    def _hamming_shortlist(self, qvec: np.ndarray, m: int) -> np.ndarray:
+        """The ``m`` positions whose sign codes are nearest to the query's (ties broken by position)."""
+        n = len(self.records)
+        qb = self._sign_bits(np.asarray(qvec, dtype=np.float32)[None, :])[0]
+        dist = np.bitwise_count(self._bits[0, :n] ^ qb[0]).astype(np.uint16)
+        for w in range(1, self._words):
+            dist += np.bitwise_count(self._bits[w, :n] ^ qb[w])
+        # smallest threshold holding m codes: a histogram over 0..bits, no sort
+        cum = np.cumsum(np.bincount(dist, minlength=self._words * 64 + 1))
+        cut = int(np.searchsorted(cum, m))
+        inside = np.flatnonzero(dist < cut)
+        tie = np.flatnonzero(dist == cut)[: m - inside.size]
+        return np.concatenate([inside, tie])
+
+    def token_count(self, position: int, count: Callable[[str], int]) -> int:
+        """Tokens of the memory at ``position``, counted once and cached."""
+        t = int(self._tok[position])
+        if t == 0:
+            t = max(int(count(self.records[position].text)), 1)
+            self._tok[position] = t
+        return t
+
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         arr = self._post_np.get(term)
         if arr is None:
@@ -259,6 +434,7 @@ class UserIndex:
             return scores
         dl = self._dl[:n]
         avgdl = float(dl.mean()) or 1.0
+        norm = self.K1 * (1.0 - self.B) + (self.K1 * self.B / avgdl) * dl
         for term, qtf in Counter(tokenize(query)).items():
             post = self._postings(term)
             if post is None:
@@ -266,16 +442,18 @@ class UserIndex:
             docs, tf = post
             df = docs.size
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            denom = tf + self.K1 * (1.0 - self.B + self.B * dl[docs] / avgdl)
-            np.add.at(scores, docs, qtf * idf * tf * (self.K1 + 1.0) / denom)
+            # a posting list holds each position once, so a fancy-index add is exact
+            scores[docs] += (qtf * idf * (self.K1 + 1.0)) * tf / (tf + norm[docs])
         return scores
 
     def entity_scores(self, keys: Sequence[str], *, related_k: int = 5) -> tuple[np.ndarray, list[str]]:
         """Entity component per position, and the related entities used.
 
-        A memory scores the idf-weighted share of the query's entities it
-        mentions; memories mentioning entities that co-occur with the query's
-        entities score half as much.
+        A memory scores the mean, over the query's known entities, of
+        ``idf / max_idf`` of those it mentions: a rare shared entity counts
+        almost fully, one that is everywhere (a speaker's name) almost not.
+        Memories mentioning entities that often co-occur with the query's
+        entities score half of that.
         """
         n = len(self.records)
         scores = np.zeros(n, dtype=np.float32)
@@ -285,27 +463,43 @@ class UserIndex:
         known = [k for k in dict.fromkeys(keys) if k in self._ent]
         if not known:
             return scores, related
-        idf = {k: math.log(1.0 + n / len(self._ent[k])) for k in known}
-        total = sum(idf.values())
+        max_idf = math.log(1.0 + n)
+        weight = {k: math.log(1.0 + n / len(self._ent[k])) / max_idf / len(known) for k in known}
         for k in known:
-            np.add.at(scores, np.asarray(self._ent[k], dtype=np.int64), idf[k] / total)
+            scores[self._entity_positions(k)] += weight[k]  # a posting holds a position once
         for k in known:
             for other, _ in self._cooc[k].most_common(related_k):
-                if other in idf or other in related:
+                if other in weight or other in related:
                     continue
                 related.append(other)
-                plist = self._ent[other]
-                if len(plist) <= self.max_entity_fanout:
-                    rel = np.zeros(n, dtype=np.float32)
-                    rel[np.asarray(plist, dtype=np.int64)] = 0.5 * idf[k] / total
-                    scores = np.maximum(scores, np.where(scores > 0, scores, rel))
+                if len(self._ent[other]) <= self.max_entity_fanout:
+                    pos = self._entity_positions(other)
+                    cur = scores[pos]
+                    scores[pos] = np.where(cur > 0, cur, np.maximum(cur, 0.5 * weight[k]))
         return np.minimum(scores, 1.0), related
 
-    def known(self, keys: Iterable[str]) -> list[str]:
-        """The keys among ``keys`` that some indexed memory mentions."""
-        return [k for k in keys if k in self._ent]
+    def _entity_positions(self, key: str) -> np.ndarray:
+        arr = self._ent_np.get(key)
+        if arr is None:
+            arr = self._ent_np[key] = np.asarray(self._ent[key], dtype=np.int64)
+        return arr
 
-    def recency(self, now: float, half_life_s: float) -> np.ndarray:
-        """exp(-ln2 * age / half_life) per position, 1.0 for the newest possible."""
-        age = np.maximum(now - self.timestamps, 0.0)
+    def known(self, keys: Iterable[str]) -> list[str]:
+        """The entity keys among ``keys`` that some memory mentions (dict lookups, no search)."""
+        return [k for k in dict.fromkeys(keys) if k in self._ent]
+
+    def recency(self, now: float, half_life_s: float, positions: np.ndarray | None = None) -> np.ndarray:
+        """exp(-ln2 * age / half_life) per (given) position, 1.0 for the newest possible."""
+        ts = self.timestamps if positions is None else self.timestamps[positions]
+        age = np.maximum(now - ts, 0.0)
         return np.exp(-math.log(2.0) * age / half_life_s).astype(np.float32)
+
+
+def _slots(sorted_positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Index of each target in ``sorted_positions``, -1 where absent (or target < 0)."""
+    if sorted_positions.size == 0:
+        return np.full(targets.size, -1, dtype=np.int64)
+    idx = np.searchsorted(sorted_positions, targets)
+    idx = np.minimum(idx, sorted_positions.size - 1)
+    ok = (targets >= 0) & (sorted_positions[idx] == targets)
+    return np.where(ok, idx, -1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -18,6 +19,9 @@ from ._types import Scalar, Strategy
 
 __all__ = ["check_id", "check_metadata", "check_strategy", "check_text", "check_timestamp"]
 
+#: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
+#: stored or hashed), so they are refused up front.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "entities", "id", "text"})
 
 
@@ -39,7 +43,17 @@ def check_text(name: str, value: Any, limits: StoreLimits) -> str:
         )
     if "\x00" in value:
         raise InvalidInputError(f"{name} contains a NUL character: {_short(value)}")
+    _check_unicode(name, value)
     return value
+
+
+def _check_unicode(name: str, value: str) -> None:
+    bad = _SURROGATE.search(value)
+    if bad is not None:
+        raise InvalidInputError(
+            f"{name} contains a lone surrogate U+{ord(bad.group()):04X} at position {bad.start()}, "
+            f"which is not valid Unicode text: {_short(value)}"
+        )
 
 
 def check_id(name: str, value: Any, limits: StoreLimits) -> str:
@@ -54,6 +68,7 @@ def check_id(name: str, value: Any, limits: StoreLimits) -> str:
         raise InvalidInputError(f"{name} contains control characters: {_short(value)}")
     if value.startswith("__") and value.endswith("__"):
         raise InvalidInputError(f"{name}={_short(value)} is reserved (dunder ids are internal)")
+    _check_unicode(name, value)
     return value
 
 
@@ -84,9 +99,12 @@ def check_metadata(value: Any, limits: StoreLimits) -> Mapping[str, Scalar]:
             raise InvalidInputError(f"metadata key {_short(k)} must be a non-empty str of at most 128 chars")
         if k.startswith("$") or k in _RESERVED or any(ord(c) < 32 for c in k):
             raise InvalidInputError(f"metadata key {k!r} is reserved or looks like a filter operator")
+        _check_unicode("metadata key", k)
         if isinstance(v, (bool, int, str)):
             if isinstance(v, str) and len(v) > limits.max_text_chars:
                 raise InvalidInputError(f"metadata[{k!r}] is too long ({len(v):,} characters)")
+            if isinstance(v, str):
+                _check_unicode(f"metadata[{k!r}]", v)
             if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**63 - 1:
                 raise InvalidInputError(f"metadata[{k!r}]={v} does not fit in 64 bits")
             out[k] = v
