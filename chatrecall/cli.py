@@ -251,16 +251,26 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--out", required=True)
         s.add_argument("--limit", type=int, default=None, help="only the first N conversations/questions")
         s.add_argument("--systems", default=None, help="comma-separated subset of systems")
+        s.add_argument("--store", choices=("chroma", "memory"), default="chroma",
+                       help="chatrecall's store: embedded Chroma in a temp dir (default) or in-memory")
+        s.add_argument("--embedder", choices=("minilm", "hash"), default="minilm",
+                       help="bundled MiniLM (default) or the hash fake (smoke runs only)")
+        if name == "locomo":
+            s.add_argument("--no-tokens", action="store_true", help="skip the injected-tokens study")
     s = bsub.add_parser("gating")
     s.add_argument("data")
     s.add_argument("--text-field", required=True)
     s.add_argument("--label-field", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--limit", type=int, default=None)
+    s.add_argument("--embedder", choices=("minilm", "hash", "none"), default="minilm",
+                   help="embedder of the embedding-similarity baseline (none: skip it)")
     s = bsub.add_parser("speed")
     s.add_argument("--out", required=True)
     s.add_argument("--sizes", default="1000,10000,100000")
     s.add_argument("--queries", type=int, default=50)
+    s.add_argument("--store", choices=("chroma", "memory"), default="chroma")
+    s.add_argument("--data-dir", default=None, help="shared data directory (default ../shared/data)")
     b.set_defaults(func=cmd_bench)
     return p
 

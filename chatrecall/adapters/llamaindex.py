@@ -45,6 +45,7 @@ from chatrecall.core._format import format_context
 from chatrecall.core._protocols import Embedder
 from chatrecall.core._rerank import Candidate, rerank
 from chatrecall.core._types import Pin, RetrievalResult, ScoredItem, Turn
+from chatrecall.core._validate import check_id
 
 from ._guard import require
 
@@ -403,9 +404,11 @@ class ChatRecallMemory(BaseMemory):
     _cache_key: tuple[str, int] | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        # Ids are checked before pydantic, so the caller gets our InvalidInputError, not a ValidationError.
+        engine = _check_engine(data.get("engine"))
+        for name in ("user_id", "session_id"):
+            check_id(name, data.get(name), engine.limits)
         super().__init__(**data)
-        # Checked after pydantic, so the caller gets our ConfigError, not a ValidationError.
-        _check_engine(self.engine)
         if not isinstance(self.token_limit, int) or self.token_limit < 1:
             raise ConfigError(f"token_limit={self.token_limit!r} is invalid: must be an int >= 1")
         if self.insert not in ("system", "user"):

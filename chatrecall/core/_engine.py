@@ -62,8 +62,10 @@ _TIME_AWARE = frozenset({Strategy.HYBRID, Strategy.GRAPH, Strategy.ENTITY})
 _TIME_SHARE = 0.15
 #: Decay of a neighbour's support per hop beyond the first.
 _HOP_DECAY = 0.5
-#: Store queries slower than this (ms, moving average) stop being asked on every search.
-_FRESH_MS = 5.0
+#: Store queries slower than this (ms, moving average over at least _FRESH_MIN_PROBES
+#: searches) stop being asked on every search.
+_FRESH_MS = 2.0
+_FRESH_MIN_PROBES = 3
 
 #: Fixed weight presets of the single strategies (hybrid uses the config weights).
 _PRESETS: dict[Strategy, dict[str, float]] = {
@@ -348,6 +350,7 @@ class ChatRecall:
         records: list[Record] = []
         now = self._clock()
         seen: dict[str, tuple[int, str]] = {}
+        explicit: list[str] = []  # caller-given document ids: a re-add replaces the old version
         for n, doc in enumerate(documents):
             if isinstance(doc, Mapping):
                 text = check_text(f"documents[{n}].text", doc.get("text"), self.limits)
@@ -357,6 +360,8 @@ class ChatRecall:
                     raw_id = str(raw_id)
                 doc_id = _hash_id(owner, text) if raw_id is None else check_id(
                     f"documents[{n}].id", raw_id, self.limits)
+                if raw_id is not None:
+                    explicit.append(doc_id)
                 if doc.get("title") is not None:
                     md["title"] = check_text(f"documents[{n}].title", doc["title"], self.limits)
             else:
@@ -379,6 +384,15 @@ class ChatRecall:
             return []
         emb = self.embedder.embed_documents([r.text for r in records])
         self.store.upsert(COLLECTION_CORPUS, records, emb)
+        if explicit:
+            # A document re-added under its own id replaces the old version whole:
+            # drop the chunks the new text no longer has. After the upsert, so a
+            # failure in between leaves the old chunks rather than no document.
+            fresh = {r.id for r in records}
+            old = self.store.get(COLLECTION_CORPUS, where={"user_id": owner, "session_id": tuple(explicit)})
+            stale = [r.id for r in old.records if r.id not in fresh]
+            if stale:
+                self.store.delete(COLLECTION_CORPUS, ids=stale)
         self._corpus_count = None
         self.metrics.incr("corpus_chunks_stored", len(records))
         return [r.id for r in records]
@@ -735,18 +749,21 @@ class ChatRecall:
         A metadata-filtered store query is cheap on small stores and the
         in-memory store, but costs tens of milliseconds on a large Chroma
         collection. It is asked on every search while its measured latency
-        stays under ``_FRESH_MS``, else once per ``sync_interval_s`` (the
+        stays under ``_FRESH_MS`` (judged after a few searches, so one slow
+        call does not switch it off), else once per ``sync_interval_s`` (the
         periodic sync reloads the whole user anyway).
         """
         now = time.monotonic()
+        probes = self.__dict__.get("_fresh_n", 0)
         ewma = self.__dict__.get("_fresh_ms", 0.0)
         last = self.__dict__.get("_fresh_at", float("-inf"))
-        if ewma > _FRESH_MS and now - last < self._sync_interval:
+        if probes >= _FRESH_MIN_PROBES and ewma > _FRESH_MS and now - last < self._sync_interval:
             return
         t0 = time.perf_counter()
         hits = self.store.query(COLLECTION_MEMORIES, qvec, 8, {"user_id": user_id})
         ms = (time.perf_counter() - t0) * 1e3
-        self.__dict__["_fresh_ms"] = ms if ewma == 0.0 else 0.7 * ewma + 0.3 * ms
+        self.__dict__["_fresh_ms"] = ms if probes == 0 else 0.7 * ewma + 0.3 * ms
+        self.__dict__["_fresh_n"] = probes + 1
         self.__dict__["_fresh_at"] = now
         unknown = [h.record.id for h in hits if h.record.id not in st.index]
         if unknown:

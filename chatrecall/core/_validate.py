@@ -72,8 +72,12 @@ def check_id(name: str, value: Any, limits: StoreLimits) -> str:
     return value
 
 
+#: Epoch seconds of 0001-01-01 and 9999-12-31T23:59:59 UTC: what a datetime can show.
+_TS_MIN, _TS_MAX = -62_135_596_800.0, 253_402_300_799.0
+
+
 def check_timestamp(value: Any) -> float | None:
-    """None, a finite epoch number, or a datetime (naive = UTC)."""
+    """None, an epoch number in datetime's range (years 1 to 9999), or a datetime (naive = UTC)."""
     if value is None:
         return None
     if isinstance(value, _dt.datetime):
@@ -81,6 +85,11 @@ def check_timestamp(value: Any) -> float | None:
             value = value.replace(tzinfo=_dt.timezone.utc)
         return value.timestamp()
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if not _TS_MIN <= value <= _TS_MAX:
+            raise InvalidInputError(
+                f"timestamp={_short(value)} is out of range: epoch seconds between {_TS_MIN:.0f} (year 1) "
+                f"and {_TS_MAX:.0f} (year 9999)"
+            )
         return float(value)
     raise InvalidInputError(f"timestamp must be a finite number or datetime, got {_short(value)}")
 

@@ -1,0 +1,578 @@
+"""Shared pieces of the benchmark harnesses.
+
+Machine description, embedding cache, baseline rankers (dense numpy, bm25s,
+langchain-chroma), chatrecall as a ranker, metric helpers and the JSON +
+markdown + rich output every ``chatrecall bench`` command writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chatrecall.core._protocols import Embedder
+
+__all__ = [
+    "BM25Ranker",
+    "CachingEmbedder",
+    "ChromaLCRanker",
+    "DenseRanker",
+    "FeedEmbedder",
+    "Ranker",
+    "RankerFactory",
+    "default_data_dir",
+    "lc_embeddings",
+    "machine_info",
+    "make_chatrecall",
+    "mean",
+    "ndcg_official",
+    "peak_rss_mb",
+    "percentile",
+    "progress",
+    "render_markdown",
+    "write_outputs",
+]
+
+#: Systems every quality harness runs (``--systems`` picks a subset).
+CHATRECALL_SYSTEMS: dict[str, str | None] = {
+    "chatrecall": None,
+    "chatrecall_hybrid": "hybrid",
+    "chatrecall_recency": "recency",
+    "chatrecall_relevance": "relevance",
+    "chatrecall_keyword": "keyword",
+    "chatrecall_entity": "entity",
+    "chatrecall_graph": "graph",
+}
+BASELINE_SYSTEMS = ("dense_only", "bm25_only", "langchain_chroma")
+ALL_SYSTEMS = (*CHATRECALL_SYSTEMS, *BASELINE_SYSTEMS)
+
+
+# ----------------------------------------------------------------- machine
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _ram_gb() -> float | None:
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU, cores, RAM and the versions that matter for the numbers."""
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "ram_gb": _ram_gb(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+    }
+    for pkg in ("chatrecall", "numpy", "torch", "sentence-transformers", "chromadb", "langchain-chroma",
+                "langchain-core", "bm25s"):
+        info[pkg.replace("-", "_")] = _version(pkg)
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+    except ImportError:  # pragma: no cover - torch is a dependency of the bench
+        pass
+    return info
+
+
+def default_data_dir() -> Path:
+    """``../shared/data`` beside the checkout (override with ``$CHATRECALL_BENCH_DATA``)."""
+    env = os.environ.get("CHATRECALL_BENCH_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss), in MiB."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return float(rss) / (1024.0 * 1024.0 if sys.platform == "darwin" else 1024.0)
+
+
+# ----------------------------------------------------------------- stats
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) with linear interpolation; nan when empty."""
+    if not values:
+        return float("nan")
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def mean(values: Iterable[float]) -> float:
+    vals = list(values)
+    return float(sum(vals) / len(vals)) if vals else float("nan")
+
+
+def ndcg_official(ranked_rel: Sequence[int], n_relevant: int, k: int) -> float:
+    """nDCG@k exactly as LongMemEval's ``eval_utils.ndcg`` computes it.
+
+    Its DCG does not discount rank 1 and divides rank ``i >= 2`` by
+    ``log2(i)`` (so ranks 1 and 2 weigh the same); binary relevance.
+    """
+
+    def dcg(rels: Sequence[float]) -> float:
+        r = np.asarray(rels, dtype=np.float64)[:k]
+        if r.size == 0:
+            return 0.0
+        return float(r[0] + np.sum(r[1:] / np.log2(np.arange(2, r.size + 1))))
+
+    ideal = dcg([1.0] * min(n_relevant, k))
+    return dcg(ranked_rel[:k]) / ideal if ideal > 0 else 0.0
+
+
+# ----------------------------------------------------------------- embedders
+class CachingEmbedder:
+    """Wraps an :class:`Embedder` and remembers every vector by text.
+
+    Every system of a run sees the same vectors and each text is embedded
+    once. With ``disk_dir`` the document vectors also persist between runs
+    (keyed by model name and text hash), which only saves time: quality
+    numbers do not depend on it and no timing is taken through this class.
+    """
+
+    def __init__(self, base: Embedder, *, disk_dir: str | os.PathLike[str] | None = None,
+                 model_name: str | None = None) -> None:
+        self.base = base
+        self._docs: dict[str, np.ndarray] = {}
+        self._queries: dict[str, np.ndarray] = {}
+        self.doc_hits = 0
+        self.doc_misses = 0
+        self.embed_seconds = 0.0
+        self._disk: Path | None = None
+        self._disk_new: dict[str, np.ndarray] = {}
+        if disk_dir is not None:
+            name = model_name or getattr(base, "model_name", type(base).__name__)
+            tag = hashlib.sha1(str(name).encode()).hexdigest()[:10]
+            self._disk = Path(disk_dir) / f"vectors-{tag}.npz"
+            if self._disk.exists():
+                with np.load(self._disk) as z:
+                    keys, vecs = z["keys"], z["vecs"]
+                self._docs.update({str(k): v for k, v in zip(keys.tolist(), vecs)})
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    @property
+    def dim(self) -> int:
+        return self.base.dim
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._docs))
+        self.doc_hits += len(keys) - len(todo)
+        self.doc_misses += len(todo)
+        if todo:
+            first = {k: t for t, k in zip(texts, keys)}
+            t0 = time.perf_counter()
+            vecs = self.base.embed_documents([first[k] for k in todo])
+            self.embed_seconds += time.perf_counter() - t0
+            for k, v in zip(todo, vecs):
+                self._docs[k] = v
+                if self._disk is not None:
+                    self._disk_new[k] = v
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._docs[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vec = self._queries.get(text)
+        if vec is None:
+            vec = self._queries[text] = np.asarray(self.base.embed_query(text), dtype=np.float32)
+        return vec.copy()
+
+    def save(self) -> None:
+        """Persist new document vectors (no-op without ``disk_dir``)."""
+        if self._disk is None or not self._disk_new:
+            return
+        self._disk.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.asarray(list(self._docs), dtype=object).astype(str)
+        vecs = np.stack(list(self._docs.values())).astype(np.float32)
+        tmp = self._disk.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=keys, vecs=vecs)
+        os.replace(tmp, self._disk)
+        self._disk_new.clear()
+
+
+class FeedEmbedder:
+    """Document vectors are handed in ahead of time; queries run the real model.
+
+    Used to load many synthetic-but-realistic vectors into a store without
+    running the model on them, while every query embedding stays real.
+    """
+
+    def __init__(self, base: Embedder) -> None:
+        self.base = base
+        self._queue: list[np.ndarray] = []
+
+    @property
+    def dim(self) -> int:
+        return self.base.dim
+
+    def feed(self, vectors: np.ndarray) -> None:
+        self._queue.append(np.asarray(vectors, dtype=np.float32))
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not self._queue:
+            return self.base.embed_documents(texts)
+        block = self._queue.pop(0)
+        if block.shape[0] != len(texts):
+            raise RuntimeError(f"fed {block.shape[0]} vectors for {len(texts)} texts")
+        return block
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.base.embed_query(text)
+
+
+def lc_embeddings(embedder: Embedder) -> Any:
+    """Our embedder as a LangChain ``Embeddings`` (for the langchain-chroma baseline)."""
+    from langchain_core.embeddings import Embeddings
+
+    class _LC(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return embedder.embed_documents(texts).tolist()  # type: ignore[no-any-return]
+
+        def embed_query(self, text: str) -> list[float]:
+            return embedder.embed_query(text).tolist()  # type: ignore[no-any-return]
+
+    return _LC()
+
+
+# ----------------------------------------------------------------- rankers
+class Ranker:
+    """One system under test over one haystack: index once, rank many queries.
+
+    ``keys`` are the caller's item keys (dia_id, turn id); ``rank`` returns
+    keys best first.
+    """
+
+    name = "ranker"
+
+    def index(self, keys: Sequence[str], texts: Sequence[str], meta: Sequence[Mapping[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def rank(self, query: str, k: int) -> list[str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the haystack."""
+
+
+class DenseRanker(Ranker):
+    """Exact cosine top-k with numpy (the dense-only baseline)."""
+
+    name = "dense_only"
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.keys: list[str] = []
+        self.mat = np.zeros((0, embedder.dim), dtype=np.float32)
+
+    def index(self, keys: Sequence[str], texts: Sequence[str], meta: Sequence[Mapping[str, Any]]) -> None:
+        self.keys = list(keys)
+        self.mat = self.embedder.embed_documents(list(texts))
+
+    def rank(self, query: str, k: int) -> list[str]:
+        sims = self.mat @ self.embedder.embed_query(query)
+        k = min(k, sims.size)
+        part = np.argpartition(-sims, k - 1)[:k]
+        return [self.keys[i] for i in part[np.argsort(-sims[part], kind="stable")]]
+
+
+class BM25Ranker(Ranker):
+    """``bm25s`` with its default English stopwords, no stemmer (the BM25 baseline)."""
+
+    name = "bm25_only"
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.model: Any = None
+
+    def index(self, keys: Sequence[str], texts: Sequence[str], meta: Sequence[Mapping[str, Any]]) -> None:
+        import bm25s
+
+        self.keys = list(keys)
+        self.model = bm25s.BM25()
+        self.model.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False)
+
+    def rank(self, query: str, k: int) -> list[str]:
+        import bm25s
+
+        tok = bm25s.tokenize([query], stopwords="en", show_progress=False)
+        k = min(k, len(self.keys))
+        docs, scores = self.model.retrieve(tok, k=k, show_progress=False)
+        # bm25s fills with arbitrary zero-score docs when fewer match; keep them (a ranking is a ranking)
+        return [self.keys[int(i)] for i in docs[0]]
+
+
+class ChromaLCRanker(Ranker):
+    """langchain-chroma ``Chroma(...).as_retriever(search_kwargs={"k": k})`` (in-memory client)."""
+
+    name = "langchain_chroma"
+
+    def __init__(self, embedder: Embedder) -> None:
+        import chromadb
+        from chromadb.config import Settings
+
+        self.client = chromadb.EphemeralClient(Settings(anonymized_telemetry=False, allow_reset=True))
+        self.emb = lc_embeddings(embedder)
+        self.db: Any = None
+
+    def index(self, keys: Sequence[str], texts: Sequence[str], meta: Sequence[Mapping[str, Any]]) -> None:
+        from langchain_chroma import Chroma
+
+        self.close()
+        self.db = Chroma(collection_name=f"bench-{uuid.uuid4().hex[:12]}", embedding_function=self.emb,
+                         client=self.client)
+        uniq = list(dict.fromkeys(keys))
+        text_of = dict(zip(keys, texts))
+        self.db.add_texts([text_of[k] for k in uniq], metadatas=[{"key": k} for k in uniq], ids=uniq)
+
+    def rank(self, query: str, k: int) -> list[str]:
+        docs = self.db.as_retriever(search_kwargs={"k": k}).invoke(query)
+        return [d.metadata["key"] for d in docs]
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.delete_collection()
+            self.db = None
+
+
+def make_chatrecall(embedder: Embedder, *, store: str = "chroma", path: str | None = None,
+                    clock: Callable[[], float] | None = None, **kwargs: Any) -> tuple[Any, str]:
+    """A ChatRecall on ``store`` (``chroma``: embedded ChromaStore in a temp dir, or ``memory``).
+
+    Returns the engine and a description of the store for the output.
+    """
+    from chatrecall.core import ChatRecall, InMemoryStore
+
+    if clock is not None:
+        kwargs["clock"] = clock
+    if store == "memory":
+        return ChatRecall(store=InMemoryStore(), embedder=embedder, **kwargs), "InMemoryStore"
+    if store != "chroma":
+        raise ValueError(f"store={store!r}: use 'chroma' or 'memory'")
+    from chatrecall.adapters.chroma import ChromaStore
+
+    path = path or tempfile.mkdtemp(prefix="chatrecall-bench-")
+    return (ChatRecall(store=ChromaStore(path=path), embedder=embedder, **kwargs),
+            f"ChromaStore(embedded, {path})")
+
+
+class MutableClock:
+    """A clock the harness sets to each question's "now" (question date)."""
+
+    def __init__(self, t: float | None = None) -> None:
+        self.t = time.time() if t is None else t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def ingest_haystack(engine: Any, user_id: str, keys: Sequence[str], texts: Sequence[str],
+                    meta: Sequence[Mapping[str, Any]], *, batch: int = 512) -> dict[str, list[str]]:
+    """Store a haystack as one user; returns record id -> caller keys.
+
+    ``meta`` rows hold ``session_id``, ``role`` and ``timestamp``. Identical
+    text in one session is stored once (the engine's ids are content
+    derived), so one id may map to several keys.
+    """
+    from chatrecall.core import Turn
+
+    id_keys: dict[str, list[str]] = {}
+    turns = [Turn(text=t, user_id=user_id, session_id=str(m["session_id"]), role=str(m.get("role", "user")),
+                  timestamp=m.get("timestamp"), metadata={"key": k}) for k, t, m in zip(keys, texts, meta)]
+    for i in range(0, len(turns), batch):
+        ids = engine.add_many(turns[i:i + batch])
+        for rid, key in zip(ids, keys[i:i + batch]):
+            id_keys.setdefault(rid, []).append(key)
+    return id_keys
+
+
+RankerFactory = Callable[[], Ranker]
+
+
+def baseline_rankers(names: Iterable[str], embedder: Embedder) -> dict[str, Ranker]:
+    out: dict[str, Ranker] = {}
+    for n in names:
+        if n == "dense_only":
+            out[n] = DenseRanker(embedder)
+        elif n == "bm25_only":
+            out[n] = BM25Ranker()
+        elif n == "langchain_chroma":
+            out[n] = ChromaLCRanker(embedder)
+    return out
+
+
+def parse_systems(spec: str | None) -> list[str]:
+    """``--systems a,b`` -> validated list (all systems when None)."""
+    if not spec:
+        return list(ALL_SYSTEMS)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    bad = [s for s in names if s not in ALL_SYSTEMS]
+    if bad:
+        raise ValueError(f"unknown system(s) {bad}; known: {', '.join(ALL_SYSTEMS)}")
+    return names
+
+
+def real_embedder(cache_size: int = 2048) -> Any:
+    from chatrecall.adapters.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(cache_size=cache_size)
+
+
+def embed_cache_dir() -> Path | None:
+    """Where document vectors persist between runs (``$CHATRECALL_BENCH_CACHE``; ``off`` disables)."""
+    env = os.environ.get("CHATRECALL_BENCH_CACHE")
+    if env == "off":
+        return None
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chatrecall-bench"
+
+
+# ----------------------------------------------------------------- output
+def progress(console: Any) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "-"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 100:
+            return f"{v:.1f}"
+        if abs(v) >= 10:
+            return f"{v:.2f}"
+        return f"{v:.3f}"
+    if v is None:
+        return "-"
+    return str(v)
+
+
+def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, first: str = "system") -> str:
+    """A GitHub markdown table; ``rows`` hold ``first`` plus ``columns``."""
+    head = [first, *columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(_fmt(r.get(c)) for c in head) + " |")
+    return "\n".join(lines)
+
+
+def systems_table(systems: Mapping[str, Mapping[str, Any]], columns: Sequence[str]) -> str:
+    rows = [{"system": name, **metrics} for name, metrics in systems.items()]
+    return md_table(rows, [c for c in columns if any(c in m for m in systems.values())])
+
+
+def render_markdown(result: Mapping[str, Any]) -> str:
+    """The whole result as markdown: title, tables, targets, notes, machine."""
+    out = [f"# {result.get('title', 'chatrecall benchmark')}", ""]
+    if result.get("description"):
+        out += [str(result["description"]), ""]
+    for sec in result.get("tables", []):
+        out += [f"## {sec['title']}", ""]
+        if sec.get("note"):
+            out += [sec["note"], ""]
+        out += [md_table(sec["rows"], sec["columns"], first=sec.get("first", "system")), ""]
+    if result.get("targets"):
+        out += ["## Targets", ""]
+        out += [md_table(result["targets"], ["target", "measured", "met"], first="metric"), ""]
+    if result.get("notes"):
+        out += ["## Notes", ""] + [f"- {n}" for n in result["notes"]] + [""]
+    m = result.get("machine", {})
+    out += ["## Machine", "", ", ".join(f"{k}: {v}" for k, v in m.items() if v is not None), ""]
+    return "\n".join(out)
+
+
+def print_tables(result: Mapping[str, Any], console: Any) -> None:
+    from rich.table import Table
+
+    for sec in result.get("tables", []):
+        first = sec.get("first", "system")
+        t = Table(title=sec["title"])
+        t.add_column(first)
+        for c in sec["columns"]:
+            t.add_column(c, justify="right")
+        for r in sec["rows"]:
+            t.add_row(str(r.get(first)), *(_fmt(r.get(c)) for c in sec["columns"]))
+        console.print(t)
+    if result.get("targets"):
+        t = Table(title="targets")
+        for c in ("metric", "target", "measured", "met"):
+            t.add_column(c)
+        for r in result["targets"]:
+            t.add_row(str(r["metric"]), str(r["target"]), _fmt(r["measured"]),
+                      "[green]yes[/]" if r["met"] else "[red]no[/]")
+        console.print(t)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float) and (math.isnan(obj) or math.isinf(obj)):
+        return None
+    if isinstance(obj, (np.floating, np.integer)):
+        return _jsonable(obj.item())
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+def write_outputs(result: dict[str, Any], out: str | os.PathLike[str], console: Any | None = None) -> Path:
+    """Write ``out`` (JSON) and ``out`` with ``.md``; print the tables with rich."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    result.setdefault("machine", machine_info())
+    path.write_text(json.dumps(_jsonable(result), indent=1) + "\n", encoding="utf-8")
+    path.with_suffix(".md").write_text(render_markdown(result), encoding="utf-8")
+    if console is not None:
+        print_tables(result, console)
+        console.print(f"[green]wrote[/] {path} and {path.with_suffix('.md')}")
+    return path
+
+
+def target(metric: str, op: str, goal: float, measured: float | None) -> dict[str, Any]:
+    """One target line: ``measured op goal`` (op ``>=`` or ``<=``)."""
+    ok = measured is not None and not math.isnan(measured) and (measured >= goal if op == ">=" else measured <= goal)
+    return {"metric": metric, "target": f"{op} {goal:g}", "measured": measured, "met": bool(ok)}
