@@ -41,7 +41,7 @@ from chatrecall.testing import HashEmbedder, InMemoryStore  # noqa: E402
 
 FULL = os.environ.get("CHATRECALL_STRESS") == "full"
 FAKE_EXAMPLES = 10_000 if FULL else 2000
-CHROMA_EXAMPLES = 1000 if FULL else 300
+CHROMA_EXAMPLES = 1000 if FULL else 200
 GATE = Gate()
 SEED_USERS = ("seed-alice", "seed-bob")
 MB = 1_000_000
@@ -195,10 +195,7 @@ def _adapter_calls() -> list[st.SearchStrategy[Call]]:
         out += [
             st.builds(li_retriever, hostile_id, hostile_k, st.sampled_from(["search", "retrieve", "bogus"]),
                       hostile_str),
-            # Wrong-typed ids: see test_llamaindex_memory_rejects_non_str_ids.
-            st.builds(li_memory, hostile_id.filter(lambda v: isinstance(v, str)),
-                      hostile_id.filter(lambda v: isinstance(v, str)), hostile_str,
-                      st.sampled_from(["user", "assistant", "tool"])),
+            st.builds(li_memory, hostile_id, hostile_id, hostile_str, st.sampled_from(["user", "assistant", "tool"])),
         ]
     return out
 
@@ -401,17 +398,19 @@ def check_valid_round_trip(cr: ChatRecall, text: str, user: str, session: str, m
     assert rid in {r.id for r in cr.history(user, session)}
     try:
         pin = cr.pin(pin_text, user_id=user, session_id=session)
-        assert pin.text == pin_text and pin.id in {p.id for p in cr.pins(user)}
+        assert pin.id in {p.id for p in cr.pins(user)}
+        # The same pin again (equal up to surrounding whitespace) returns the one stored first.
+        assert pin.text == pin_text if pin.id not in before[COLLECTION_PINS] else pin.text.strip() == pin_text.strip()
     except ChatRecallError as exc:  # only the pin caps may refuse valid text
         assert type(exc).__name__ == "PinLimitError", exc
     res = cr.retrieve(query, user_id=user, session_id=session, route="both")
     assert not res.degraded
     for it in (*res.items, *res.recent):
         assert it.record is not None and it.record.user_id in (user, "__shared__")
+    after = snapshot(cr)
     for coll, rows in before.items():  # nothing stored before changed
-        after = snapshot(cr)[coll]
         for r_id, row in rows.items():
-            assert after.get(r_id) == row
+            assert after[coll].get(r_id) == row
 
 
 valid_ts = st.one_of(st.none(), st.floats(-62_135_596_800, 253_402_300_799),
@@ -422,7 +421,7 @@ valid_case = st.tuples(valid_text, valid_id, valid_id, valid_md, valid_text, val
 def test_weird_but_valid_input_round_trips_on_fakes(fake_engine_seeded: ChatRecall) -> None:
     n = {"cases": 0}
 
-    @settings(max_examples=FAKE_EXAMPLES // 4, **SETTINGS)
+    @settings(max_examples=FAKE_EXAMPLES // 7, **SETTINGS)  # ~300 by default: 200k-char texts make cases slow
     @given(case=valid_case)
     def prop(case: tuple[Any, ...]) -> None:
         n["cases"] += 1
@@ -441,7 +440,7 @@ def test_weird_but_valid_input_round_trips_on_embedded_chroma(tmp_path: Path) ->
     _seed(cr)
     n = {"cases": 0}
 
-    @settings(max_examples=CHROMA_EXAMPLES // 2, **SETTINGS)
+    @settings(max_examples=CHROMA_EXAMPLES // 2, **SETTINGS)  # 100 by default
     @given(case=valid_case)
     def prop(case: tuple[Any, ...]) -> None:
         n["cases"] += 1

@@ -179,6 +179,7 @@ def run_longmemeval(
             for n in names:
                 t0 = time.perf_counter()
                 if n in CHATRECALL_SYSTEMS:
+                    assert engine is not None
                     items = engine.search(q.question, user_id=user, k=depth, strategy=CHATRECALL_SYSTEMS[n])
                     ranked = [key for it in items for key in id_keys.get(it.id, ())]
                 else:
@@ -248,7 +249,7 @@ def run_longmemeval(
         f"Skipped: {skipped['abstention']} abstention, {skipped['assistant_only_evidence']} with evidence only "
         "in assistant turns (single-session-assistant type).",
         "nDCG uses LongMemEval's eval_utils DCG (rank 1 undiscounted, rank i>=2 divided by log2(i)).",
-        f"Embedding: {emb.doc_misses} user-turn texts embedded by the model, {emb.doc_hits} reused from the cache.",
+        f"Embedding: {emb.doc_misses} user-turn texts embedded by the model, {emb.doc_hits} lookups answered from the cache (this run or an earlier one).",
     ]
     return result
 

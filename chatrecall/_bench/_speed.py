@@ -163,9 +163,9 @@ def run_speed(
             probe.decide(m)
         us = []
         for m in gate_msgs:
-            t0 = time.perf_counter_ns()
+            t_ns = time.perf_counter_ns()
             probe.decide(m)
-            us.append((time.perf_counter_ns() - t0) / 1e3)
+            us.append((time.perf_counter_ns() - t_ns) / 1e3)
         probe.close()
         gate = {"gate_us_p50": percentile(us, 50), "gate_us_p95": percentile(us, 95), "messages": len(us)}
         prog.advance(task)
@@ -178,7 +178,7 @@ def run_speed(
         eng = _engine(base, store, tmp / "ingest")
         client = chromadb.EphemeralClient(Settings(anonymized_telemetry=False, allow_reset=True))
         lc = Chroma(collection_name="ingest", embedding_function=lc_embeddings(base), client=client)
-        raw_s = cr_s = lc_s = 0.0
+        raw_s, cr_s, lc_s = 0.0, 0.0, 0.0
         step = 100  # the three paths alternate per chunk of the same texts, so load drifts hit all alike
         for i in range(0, len(ingest_texts), step):
             chunk = ingest_texts[i:i + step]
@@ -258,12 +258,12 @@ def run_speed(
                 hi = min(hi, (copy + 1) * n_real)
                 idx = np.arange(lo, lo + (hi - loaded))
                 vecs = perturb(real_vecs[idx], copy)
-                chunk = [Turn(text=texts[i], user_id=USER, session_id=f"s{copy}-{i // 25}",
-                              timestamp=1.6e9 + loaded + j * 1.0) for j, i in enumerate(idx.tolist())]
+                block_turns = [Turn(text=texts[i], user_id=USER, session_id=f"s{copy}-{i // 25}",
+                                    timestamp=1.6e9 + loaded + j * 1.0) for j, i in enumerate(idx.tolist())]
                 feed.feed(vecs)
-                eng.add_many(chunk)
+                eng.add_many(block_turns)
                 feed.feed(vecs)
-                lc.add_texts([t.text for t in chunk], ids=[f"{copy}-{i}" for i in idx.tolist()])
+                lc.add_texts([t.text for t in block_turns], ids=[f"{copy}-{i}" for i in idx.tolist()])
                 prog.advance(task, hi - loaded)
                 loaded = hi
             ingest_times[label] = time.perf_counter() - t_ing

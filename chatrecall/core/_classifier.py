@@ -120,13 +120,13 @@ def _window(key: str, now: float) -> tuple[float, float] | None:
         return _month_window(today.year if month <= today.month else today.year - 1, month)
     m = _ISO.match(key)
     if m:
-        year, month, day = int(m.group(1)), m.group(2), m.group(3)
+        year, mon, day = int(m.group(1)), m.group(2), m.group(3)
         try:
-            if day:
-                start = datetime(year, int(month), int(day), tzinfo=timezone.utc).timestamp()
+            if mon and day:
+                start = datetime(year, int(mon), int(day), tzinfo=timezone.utc).timestamp()
                 return start, start + 86400.0
-            if month:
-                return _month_window(year, int(month))
+            if mon:
+                return _month_window(year, int(mon))
             return (datetime(year, 1, 1, tzinfo=timezone.utc).timestamp(),
                     datetime(year + 1, 1, 1, tzinfo=timezone.utc).timestamp())
         except ValueError:

@@ -581,6 +581,8 @@ class ChatRecall:
         """
         check_text("query", query, self.limits)
         check_id("user_id", user_id, self.limits)
+        if session_id is not None:
+            check_id("session_id", session_id, self.limits)
         strat = check_strategy(strategy)
         k = self._check_k(k)
         ents = self.extractor.extract(query)

@@ -79,7 +79,7 @@ class UserIndex:
     K1 = 1.2
     B = 0.75
     #: Above this many memories the dense scan runs on a sign-bit shortlist.
-    EXACT_MAX = 20_000
+    EXACT_MAX = 8_192
 
     def __init__(self, dim: int, *, max_entity_fanout: int = 64) -> None:
         self.dim = dim
