@@ -30,6 +30,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -146,6 +147,7 @@ def run_speed(
     from chatrecall.core import ChatRecall, InMemoryStore, RetrievalConfig, Strategy, Turn
 
     t_start = time.perf_counter()
+    load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     sizes = sorted(int(s) for s in sizes)
     if texts is None or questions is None:
         texts, questions = load_texts(Path(data_dir) if data_dir else default_data_dir(), real_texts)
@@ -303,6 +305,7 @@ def run_speed(
         "ingest": ingest,
         "memory": memory,
         "store_fill_seconds": ingest_times,
+        "load_avg_1m_start": load_start,
         "seconds": round(time.perf_counter() - t_start, 1),
     })
     cols = [f"{p}_ms@{_size_label(n)}" for n in sizes for p in ("p50", "p95")]
@@ -329,6 +332,9 @@ def run_speed(
         targets.append(target(f"hybrid p50 / langchain-chroma p50 @{big}", "<=", 1.5, ratio))
     targets.append(target("ingest chatrecall / raw embedder", ">=", 0.8, ingest["chatrecall_vs_raw"]))
     result["targets"] = targets
+    notes.append(f"1-minute load average {load_start:.2f} at the start and {os.getloadavg()[0]:.2f} at the end "
+                 "(other processes share the CPU; every latency, the query embedding most, grows with it; the modes "
+                 "run round-robin per query so they see the same load).")
     notes.append("Latency modes: vector_only = strategy 'relevance'; vector_1hop / vector_bfs3 = weights "
                  "relevance 0.7 + graph 0.3 with graph_depth 1 / 3; entity_first = strategy 'entity'; hybrid = "
                  "default RetrievalConfig; retrieve = ChatRecall.retrieve (gate, two-phase, budget).")

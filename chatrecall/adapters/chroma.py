@@ -215,6 +215,17 @@ def _to_record(rid: str, document: str | None, meta: Mapping[str, Any] | None) -
     )
 
 
+#: Messages of transient Chroma errors: a read racing a concurrent write of the same
+#: collection ("Error creating hnsw segment reader: Nothing found on disk", chroma-core/chroma#4212).
+_RACE_MARKERS = ("Nothing found on disk", "Error creating hnsw segment reader")
+_RACE_RETRIES = 4
+
+
+def _is_race(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(m in text for m in _RACE_MARKERS)
+
+
 def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -415,6 +426,11 @@ class ChromaStore:
         where = self.url or (str(self.path) if self.path else "client")
         return f"ChromaStore({where!r}, namespace={self.namespace!r})"
 
+    @property
+    def shared(self) -> bool:
+        """True for a server store: other processes may write, so reads should check for fresh data."""
+        return self.url is not None
+
     def ping(self) -> None:
         """Check the backend answers; raises :class:`StoreUnavailableError` if not."""
         self._run("heartbeat", lambda: self._get_client().heartbeat())
@@ -443,18 +459,26 @@ class ChromaStore:
 
     def _run(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
         attempts = 1 + (self.retries if write else 0)
-        for attempt in range(attempts):
+        attempt = 0
+        races = 0
+        while True:
             try:
                 return fn()
             except ChatRecallError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every backend error becomes ours
+                if races < _RACE_RETRIES and _is_race(exc):
+                    # Chroma reading a segment another request is still writing: not an
+                    # outage, gone a moment later. Every call is idempotent, so retry it.
+                    races += 1
+                    time.sleep(0.02 * 2**races)
+                    continue
                 err = self._translate(what, exc)
-                if isinstance(err, StoreUnavailableError) and attempt + 1 < attempts:
-                    time.sleep(min(0.1 * 2**attempt, 2.0))
+                attempt += 1
+                if isinstance(err, StoreUnavailableError) and attempt < attempts:
+                    time.sleep(min(0.1 * 2 ** (attempt - 1), 2.0))
                     continue
                 raise err from exc
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _name(self, collection: str) -> str:
         if not isinstance(collection, str) or not _NAME_RE.match(collection):

@@ -753,13 +753,15 @@ class ChatRecall:
         collection. It is asked on every search while its measured latency
         stays under ``_FRESH_MS`` (judged after a few searches, so one slow
         call does not switch it off), else once per ``sync_interval_s`` (the
-        periodic sync reloads the whole user anyway).
+        periodic sync reloads the whole user anyway). A store that says it is
+        ``shared`` (a Chroma server) is asked every time.
         """
         now = time.monotonic()
         probes = self.__dict__.get("_fresh_n", 0)
         ewma = self.__dict__.get("_fresh_ms", 0.0)
         last = self.__dict__.get("_fresh_at", float("-inf"))
-        if probes >= _FRESH_MIN_PROBES and ewma > _FRESH_MS and now - last < self._sync_interval:
+        shared = bool(getattr(self.store, "shared", False))  # a server other processes write to: always ask
+        if not shared and probes >= _FRESH_MIN_PROBES and ewma > _FRESH_MS and now - last < self._sync_interval:
             return
         t0 = time.perf_counter()
         hits = self.store.query(COLLECTION_MEMORIES, qvec, 8, {"user_id": user_id})
