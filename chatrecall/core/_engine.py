@@ -162,7 +162,7 @@ class ChatRecall:
         pins: PinConfig | None = None,
         limits: StoreLimits | None = None,
         max_cached_users: int = 256,
-        sync_interval_s: float = 30.0,
+        sync_interval_s: float = 300.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if store is None or not isinstance(store, MemoryStore):
@@ -210,15 +210,27 @@ class ChatRecall:
         return st
 
     def _load(self, user_id: str, st: _UserState) -> None:
-        """Bring the index up to date with the store (adds what is missing, drops what is gone)."""
-        batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id}, include_embeddings=True)
+        """Bring the index up to date with the store (adds what is missing, drops what is gone).
+
+        A warm index reads records without vectors first and fetches vectors
+        only for what it lacks: a periodic sync of a large user moves text,
+        not 1.5 KB per memory.
+        """
+        warm = len(st.index) > 0
+        batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id}, include_embeddings=not warm)
         stored = {r.id for r in batch.records}
         gone = [rid for rid in st.index.pos if rid not in stored]
         if gone:
             st.index.remove(gone)
-        missing = [i for i, r in enumerate(batch.records) if r.id not in st.index]
-        if missing and batch.embeddings is not None:
-            st.index.add([batch.records[i] for i in missing], batch.embeddings[missing])
+        missing = [r.id for r in batch.records if r.id not in st.index]
+        if missing:
+            if warm:
+                batch = self.store.get(COLLECTION_MEMORIES, ids=missing, include_embeddings=True)
+                keep = list(range(len(batch.records)))
+            else:
+                keep = [i for i, r in enumerate(batch.records) if r.id not in st.index]
+            if batch.embeddings is not None and keep:
+                st.index.add([batch.records[i] for i in keep], batch.embeddings[keep])
         st.synced_at = self._clock()
 
     def _pull(self, st: _UserState, ids: Sequence[str]) -> None:
