@@ -1,1 +1,5 @@
-from .cli import main; raise SystemExit(main())
+"""``python -m chatrecall``: the command line."""
+
+from .cli import main
+
+raise SystemExit(main())
