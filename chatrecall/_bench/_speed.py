@@ -126,6 +126,7 @@ def run_speed(
     gate_messages: int = 3000,
     texts: Sequence[str] | None = None,
     questions: Sequence[str] | None = None,
+    rounds: int = 3,
 ) -> dict[str, Any]:
     """Run the speed benchmark; returns the result dict.
 
@@ -139,6 +140,9 @@ def run_speed(
         ingest_turns: Turns used for the ingest throughput comparison.
         gate_messages: Messages timed through the gate.
         texts, questions: Use these instead of reading ``data_dir`` (tests).
+        rounds: Timing rounds per size; the round with the fastest bare query
+            embedding (least disturbed by other processes) is reported, the
+            median over rounds is kept too.
     """
     import chromadb
     from chromadb.config import Settings
@@ -269,12 +273,17 @@ def run_speed(
                 prog.advance(task, hi - loaded)
                 loaded = hi
             ingest_times[label] = time.perf_counter() - t_ing
-            task = prog.add_task(f"{label}: {len(modes)} modes x {queries} queries", total=1)
-            lat = _lat(timed, qs)
-            for mode, v in lat.items():
-                systems[mode][f"p50_ms@{label}"] = v["p50"]
-                systems[mode][f"p95_ms@{label}"] = v["p95"]
-            prog.advance(task)
+            task = prog.add_task(f"{label}: {len(modes)} modes x {queries} queries x {rounds} rounds", total=rounds)
+            runs = []
+            for _ in range(rounds):
+                runs.append(_lat(timed, qs))
+                prog.advance(task)
+            # the round whose bare query embedding was fastest is the one least disturbed by other processes
+            best = min(runs, key=lambda r: r["embed_query_only"]["p50"])
+            for mode in modes:
+                systems[mode][f"p50_ms@{label}"] = best[mode]["p50"]
+                systems[mode][f"p95_ms@{label}"] = best[mode]["p95"]
+                systems[mode][f"p50_ms_median_of_rounds@{label}"] = float(np.median([r[mode]["p50"] for r in runs]))
             memory[f"peak_rss_mb@{label}"] = peak_rss_mb()
             memory[f"index_vectors_mb@{label}"] = n * base.dim * 4 / 2**20
         # cold load: a fresh engine rebuilds the user's index from the store
@@ -332,6 +341,9 @@ def run_speed(
         targets.append(target(f"hybrid p50 / langchain-chroma p50 @{big}", "<=", 1.5, ratio))
     targets.append(target("ingest chatrecall / raw embedder", ">=", 0.8, ingest["chatrecall_vs_raw"]))
     result["targets"] = targets
+    notes.append(f"Each size is timed in {rounds} rounds; the table shows the round whose bare query embedding was "
+                 "fastest (least disturbed by other processes); *_median_of_rounds keys in the JSON hold the median "
+                 "over rounds.")
     notes.append(f"1-minute load average {load_start:.2f} at the start and {os.getloadavg()[0]:.2f} at the end "
                  "(other processes share the CPU; every latency, the query embedding most, grows with it; the modes "
                  "run round-robin per query so they see the same load).")
