@@ -188,6 +188,10 @@ class ChatRecall:
         self._users_lock = threading.Lock()
         self._pool = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="chatrecall-phase1")
         self._corpus_count: int | None = None
+        # Freshness probe bookkeeping (see _refresh): probes made, latency EWMA (ms), last probe time.
+        self._fresh_n = 0
+        self._fresh_ms = 0.0
+        self._fresh_at = float("-inf")
 
     # ================================================================ state
     def _state(self, user_id: str) -> _UserState:
@@ -769,18 +773,16 @@ class ChatRecall:
         ``shared`` (a Chroma server) is asked every time.
         """
         now = time.monotonic()
-        probes = self.__dict__.get("_fresh_n", 0)
-        ewma = self.__dict__.get("_fresh_ms", 0.0)
-        last = self.__dict__.get("_fresh_at", float("-inf"))
+        probes, ewma, last = self._fresh_n, self._fresh_ms, self._fresh_at
         shared = bool(getattr(self.store, "shared", False))  # a server other processes write to: always ask
         if not shared and probes >= _FRESH_MIN_PROBES and ewma > _FRESH_MS and now - last < self._sync_interval:
             return
         t0 = time.perf_counter()
         hits = self.store.query(COLLECTION_MEMORIES, qvec, 8, {"user_id": user_id})
         ms = (time.perf_counter() - t0) * 1e3
-        self.__dict__["_fresh_ms"] = ms if probes == 0 else 0.7 * ewma + 0.3 * ms
-        self.__dict__["_fresh_n"] = probes + 1
-        self.__dict__["_fresh_at"] = now
+        self._fresh_ms = ms if probes == 0 else 0.7 * ewma + 0.3 * ms
+        self._fresh_n = probes + 1
+        self._fresh_at = now
         unknown = [h.record.id for h in hits if h.record.id not in st.index]
         if unknown:
             self._pull(st, unknown)
