@@ -168,9 +168,12 @@ def test_knowledge_questions_route_to_corpus(gate: Gate, message: str) -> None:
     assert d.corpus_score >= 0.5
 
 
-def test_both_when_memory_and_corpus_pass(gate: Gate) -> None:
-    d = gate.decide("What are its symptoms?")
-    assert d.route is Route.BOTH
+def test_both_only_when_the_message_needs_both(gate: Gate) -> None:
+    # a follow-up question needs the conversation, not documents: the question form alone is no corpus need
+    assert gate.decide("What are its symptoms?").route is Route.MEMORY
+    # a personal question that also asks for world knowledge needs both
+    d = gate.decide("Is the cheese we bought safe for pregnant women?")
+    assert d.route is Route.BOTH, d
     assert d.route.wants_memory and d.route.wants_corpus
 
 
@@ -328,7 +331,7 @@ def test_extra_patterns_and_category_weights() -> None:
     d = no_personal.decide("recommend me a laptop")
     assert d.route is Route.NONE
     assert not any(r.category == "personal" for r in d.reasons)
-    doubled = Gate(GateConfig(category_weights={"personal": 2.0})).decide("my day was fine")
+    doubled = Gate(GateConfig(category_weights={"personal": 2.0, "statement": 0.0})).decide("my day was fine")
     assert doubled.route is Route.MEMORY
 
 

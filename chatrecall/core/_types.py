@@ -151,12 +151,21 @@ class Pin:
 
 @dataclass(frozen=True, slots=True)
 class GateReason:
-    """One trigger pattern that fired, with its signed weight."""
+    """One trigger pattern that fired, with its signed weight.
+
+    Attributes:
+        category: The pattern's category (``personal``, ``recall``...).
+        pattern: The regex (long; shown only when asked for).
+        weight: Signed weight after category multipliers.
+        match: The words of the message that matched.
+        name: The pattern's short name.
+    """
 
     category: str
-    pattern: str
+    pattern: str = field(repr=False)
     weight: float
     match: str
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,234 @@
+"""Gate evaluation with tune / validation splits.
+
+Two kinds of labelled data:
+
+* 4-way route labels (``none`` / ``memory`` / ``corpus`` / ``both``) on messages
+  written for this project (``benchmarks/data/gate_messages_*.jsonl``): one file
+  to tune on, one written independently before the gate changed and never tuned
+  on (validation).
+* Binary "needs memory" labels from TREC CAsT (``needs_history``) and iKAT 2023
+  (``needs_ptkb_memory`` or ``needs_dialog_history``), split by year / part:
+  CAsT 2019-2020 and iKAT train are the tune split, CAsT 2021-2022 and iKAT test
+  are validation.
+
+:func:`run_routes` scores a gate on every split and reports which split each
+number comes from, so only validation numbers are quoted as held out.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chatrecall.core import Gate, InvalidInputError
+
+__all__ = [
+    "CAST_SPLITS",
+    "MESSAGE_FILES",
+    "IKAT_SPLITS",
+    "LabelledMessage",
+    "load_messages",
+    "route_metrics",
+    "binary_metrics",
+    "render_markdown",
+    "run_routes",
+]
+
+_ROUTES = ("none", "memory", "corpus", "both")
+#: Which CAsT / iKAT parts tune the gate and which validate it.
+CAST_SPLITS: Mapping[str, tuple[str, ...]] = {
+    "tune": ("cast2019", "cast2020"),
+    "validation": ("cast2021", "cast2022"),
+}
+IKAT_SPLITS: Mapping[str, tuple[str, ...]] = {
+    "tune": ("ikat2023_train",),
+    "validation": ("ikat2023_test",),
+}
+_REPO = Path(__file__).resolve().parents[2]
+MESSAGE_FILES: Mapping[str, Path] = {
+    "tune": _REPO / "benchmarks" / "data" / "gate_messages_tune.jsonl",
+    "validation": _REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledMessage:
+    """One message with its correct route and the kind of message it is."""
+
+    text: str
+    route: str
+    kind: str
+
+
+def load_messages(path: str | Path) -> list[LabelledMessage]:
+    """Read a 4-way labelled JSONL file (``text``, ``route``, ``kind``).
+
+    Raises:
+        InvalidInputError: A line is not JSON or lacks a field, naming file:line.
+    """
+    path = Path(path)
+    out: list[LabelledMessage] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                msg = LabelledMessage(str(row["text"]), str(row["route"]), str(row.get("kind", "")))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise InvalidInputError(f"{path}:{lineno}: not a labelled message ({exc})") from None
+            if msg.route not in _ROUTES:
+                raise InvalidInputError(f"{path}:{lineno}: route={msg.route!r} is not one of {_ROUTES}")
+            out.append(msg)
+    return out
+
+
+def _prf(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+    tp = int(np.sum(y & p))
+    prec = tp / int(p.sum()) if p.any() else 0.0
+    rec = tp / int(y.sum()) if y.any() else 0.0
+    return prec, rec
+
+
+def route_metrics(messages: Sequence[LabelledMessage], predict: Callable[[str], str]) -> dict[str, Any]:
+    """4-way route metrics of ``predict`` (message -> route value) on labelled messages.
+
+    Returns:
+        ``accuracy``; ``memory_precision`` / ``memory_recall`` (needs memory =
+        label ``memory`` or ``both``); ``memory_recall_personal`` (plain
+        personal questions only); ``corpus_precision`` / ``corpus_recall``;
+        ``casual_skip_rate`` (casual and statement messages routed ``none``);
+        per-kind accuracy; and the misrouted messages.
+    """
+    preds = [predict(m.text) for m in messages]
+    gold = [m.route for m in messages]
+    acc = float(np.mean([p == g for p, g in zip(preds, gold)])) if messages else 0.0
+    y_mem = np.asarray([g in ("memory", "both") for g in gold])
+    p_mem = np.asarray([p in ("memory", "both") for p in preds])
+    y_cor = np.asarray([g in ("corpus", "both") for g in gold])
+    p_cor = np.asarray([p in ("corpus", "both") for p in preds])
+    mp, mr = _prf(y_mem, p_mem)
+    cp, cr = _prf(y_cor, p_cor)
+    personal = np.asarray([m.kind == "personal" for m in messages])
+    casual = np.asarray([m.kind in ("casual", "statement") for m in messages])
+    kinds: dict[str, float] = {}
+    for kind in sorted({m.kind for m in messages}):
+        sel = [p == m.route for p, m in zip(preds, messages) if m.kind == kind]
+        kinds[kind] = float(np.mean(sel))
+    return {
+        "n": len(messages),
+        "accuracy": acc,
+        "memory_precision": mp,
+        "memory_recall": mr,
+        "memory_recall_personal": float(np.mean(p_mem[personal])) if personal.any() else 0.0,
+        "corpus_precision": cp,
+        "corpus_recall": cr,
+        "casual_skip_rate": float(np.mean([p == "none" for p, c in zip(preds, casual) if c])) if casual.any() else 0.0,
+        "accuracy_by_kind": kinds,
+        "errors": [{"text": m.text, "kind": m.kind, "gold": m.route, "pred": p}
+                   for m, p in zip(messages, preds) if p != m.route],
+    }
+
+
+def _load_binary(path: Path, text_field: str, label_fields: Sequence[str],
+                 sources: Iterable[str]) -> tuple[list[str], list[bool]]:
+    keep = set(sources)
+    texts, labels = [], []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("source") not in keep:
+                continue
+            texts.append(row[text_field])
+            labels.append(any(bool(row[f]) for f in label_fields))
+    return texts, labels
+
+
+def binary_metrics(texts: Sequence[str], labels: Sequence[bool], predict: Callable[[str], bool]) -> dict[str, float]:
+    """Precision / recall / F1 / skip rate of a "needs memory" predictor."""
+    y = np.asarray(labels, dtype=bool)
+    p = np.asarray([predict(t) for t in texts], dtype=bool)
+    prec, rec = _prf(y, p)
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    return {"n": len(texts), "positives": int(y.sum()), "precision": prec, "recall": rec, "f1": f1,
+            "skip_rate": float(np.mean(~p)) if len(p) else 0.0}
+
+
+def gate_timing(gate: Gate, texts: Sequence[str], repeats: int = 5) -> dict[str, float]:
+    """Per-message gate time in µs (fastest of ``repeats`` passes, as timeit does)."""
+    for t in texts[:50]:
+        gate.decide(t)
+    best = np.full(len(texts), np.inf)
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        for j, t in enumerate(texts):
+            t0 = clock()
+            gate.decide(t)
+            best[j] = min(best[j], (clock() - t0) / 1e3)
+    return {"gate_us_p50": float(np.percentile(best, 50)), "gate_us_p95": float(np.percentile(best, 95))}
+
+
+def run_routes(gate: Gate | None = None, *, data_dir: str | Path | None = None,
+               splits: Sequence[str] = ("tune", "validation")) -> dict[str, Any]:
+    """Score ``gate`` (default ``Gate()``) on each split of every labelled set.
+
+    Args:
+        gate: The gate to score.
+        data_dir: ``shared/data/gating`` (default: beside the checkout).
+        splits: Which splits to score.
+
+    Returns:
+        ``{"messages": {split: route_metrics}, "cast": {split: binary},
+        "ikat": {split: binary}, "timing": {...}}``.
+    """
+    gate = gate or Gate()
+    ddir = Path(data_dir) if data_dir else _REPO.parent / "shared" / "data" / "gating"
+    out: dict[str, Any] = {"messages": {}, "cast": {}, "ikat": {}}
+    all_texts: list[str] = []
+    for split in splits:
+        path = MESSAGE_FILES[split]
+        if path.exists():
+            msgs = load_messages(path)
+            out["messages"][split] = route_metrics(msgs, lambda t: gate.decide(t).route.value)
+            all_texts += [m.text for m in msgs]
+        cast = ddir / "cast_needs_history_labels.jsonl"
+        if cast.exists():
+            texts, labels = _load_binary(cast, "raw_utterance", ("needs_history",), CAST_SPLITS[split])
+            out["cast"][split] = binary_metrics(texts, labels, lambda t: gate.decide(t).route.wants_memory)
+            all_texts += texts
+        ikat = ddir / "ikat2023_memory_labels.jsonl"
+        if ikat.exists():
+            texts, labels = _load_binary(ikat, "utterance", ("needs_ptkb_memory", "needs_dialog_history"),
+                                         IKAT_SPLITS[split])
+            out["ikat"][split] = binary_metrics(texts, labels, lambda t: gate.decide(t).route.wants_memory)
+            all_texts += texts
+    if all_texts:
+        out["timing"] = gate_timing(gate, all_texts)
+    return out
+
+
+def render_markdown(res: Mapping[str, Any]) -> str:
+    """Tables of :func:`run_routes` output, each row naming its split."""
+    lines = ["| split | n | route accuracy | memory precision | memory recall | personal recall | "
+             "corpus precision | casual skipped |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for split, m in res.get("messages", {}).items():
+        lines.append(f"| {split} | {m['n']} | {m['accuracy']:.3f} | {m['memory_precision']:.3f} | "
+                     f"{m['memory_recall']:.3f} | {m['memory_recall_personal']:.3f} | {m['corpus_precision']:.3f} | "
+                     f"{m['casual_skip_rate']:.3f} |")
+    lines += ["", "| set | split | n | precision | recall | F1 | skip rate |", "|---|---|---:|---:|---:|---:|---:|"]
+    for name in ("cast", "ikat"):
+        for split, m in res.get(name, {}).items():
+            lines.append(f"| {name} | {split} | {m['n']} | {m['precision']:.3f} | {m['recall']:.3f} | "
+                         f"{m['f1']:.3f} | {m['skip_rate']:.3f} |")
+    if "timing" in res:
+        t = res["timing"]
+        lines += ["", f"gate time per message: p50 {t['gate_us_p50']:.1f} µs, p95 {t['gate_us_p95']:.1f} µs"]
+    return "\n".join(lines) + "\n"

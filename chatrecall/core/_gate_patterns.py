@@ -1,0 +1,544 @@
+"""Default gate patterns and their vocabulary: data, not mechanism.
+
+This is the one file gate tuning touches. Each pattern has a name (shown in
+``GateReason.name`` and the CLI), a category, a regex, a signed weight and a
+target. Category multipliers and thresholds are tuned constants and live in
+:mod:`chatrecall.core._tuned` (gate block), produced by
+``benchmarks/tune_gate.py`` on the tune split only.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from ._gate_pattern import CORRECTION, TARGET_CORPUS, TARGET_MEMORY, TARGET_NONE, GatePattern
+
+__all__ = ["DEFAULT_PATTERNS"]
+
+def _alt(*words: str) -> str:
+    """Non-capturing alternation, longest first so a longer phrase wins.
+
+    Alternatives are grouped by first character: the regex engine then tests
+    one branch per letter instead of every phrase (phrases starting with
+    different characters never compete, so the meaning is unchanged).
+    """
+    groups: dict[str, list[str]] = {}
+    for w in sorted(set(words), key=lambda w: (-len(w), w)):
+        groups.setdefault(w[0], []).append(w)
+    parts = []
+    for first, ws in sorted(groups.items()):
+        tails = [w[1:] for w in ws]
+        if len(ws) == 1:
+            parts.append(ws[0])
+        else:
+            parts.append(first + "(?:" + "|".join(tails) + ")")
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _after(*words: str) -> str:
+    """Zero-width "preceded by one of these words": lets a pattern start (and be
+    indexed) at its rarer second word instead of a common first one."""
+    return "(?:" + "|".join(rf"(?<=\b{w}\s)" for w in words) + ")"
+
+
+def _p(category: str, regex: str, weight: float, target: str = TARGET_MEMORY, name: str = "") -> GatePattern:
+    return GatePattern(category=category, regex=regex, weight=weight, target=target, name=name)
+
+
+def _words(filename: str) -> tuple[str, ...]:
+    """A word list from ``chatrecall/data`` (one entry per line, ``#`` comments)."""
+    text = resources.files("chatrecall").joinpath(f"data/{filename}").read_text(encoding="utf-8")
+    return tuple(w.strip() for w in text.splitlines() if w.strip() and not w.lstrip().startswith("#"))
+
+
+# --- vocabulary shared by several patterns ---------------------------------
+
+_ACK = _alt(
+    "hi", "hello", "hey", "hiya", "howdy", "yo", "sup", "heya", "hey there", "hello there", "hi there",
+    "thanks", "thank you", "thank u", "thanks a lot", "thanks so much", "thank you so much",
+    "thank you very much", "many thanks", "thx", "ty", "tysm", "cheers", "much appreciated",
+    "appreciate it", "i appreciate it", "thanks anyway", "thanks again",
+    "ok", "okay", "okey", "k", "kk", "okie", "ok then", "okay then", "alright", "all right", "alrighty",
+    "cool", "cool beans", "great", "nice", "nice one", "awesome", "perfect", "sweet", "neat", "lovely",
+    "excellent", "wonderful", "amazing", "brilliant", "fantastic", "super", "splendid", "good", "very good",
+    "good job", "great job", "well done", "wow", "whoa", "woah", "lol", "lmao", "rofl", "haha", "hahaha",
+    "hahahaha", "hehe", "ha", "heh", "hmm", "hmmm", "hm", "mm", "mmm", "oh", "ah", "ahh", "ooh", "oh wow",
+    "oh well", "oops", "omg", "yay", "woohoo",
+    "yes", "yeah", "yep", "yup", "yea", "ya", "sure", "of course", "indeed", "exactly", "true", "agreed",
+    "right", "fine", "fair enough", "no", "nope", "nah", "no thanks", "no thank you", "yes please",
+    "please", "pls", "got it", "gotcha", "understood", "noted", "i see", "makes sense", "love it",
+    "sounds good", "sounds great", "that works", "works for me", "good to know", "interesting",
+    "bye", "bye bye", "goodbye", "good bye", "see you", "see ya", "see you later", "see you tomorrow",
+    "later", "talk to you later", "ttyl", "good night", "goodnight", "night", "gn", "good morning",
+    "morning", "gm", "good afternoon", "good evening", "have a nice day", "have a good day",
+    "have a good one", "have a good weekend", "have a nice weekend", "happy friday", "have a great day",
+    "have a great night", "have a great evening", "have a great weekend", "have a great one", "have a good night",
+    "have a nice evening", "what a day", "huh", "eh", "you too", "same to you",
+    "you're welcome", "welcome", "no problem", "np", "no worries", "you rock", "you're the best",
+    "you are the best", "sorry", "my bad", "never mind", "nevermind", "nvm", "whatever", "brb", "afk",
+    "i'm back", "im back", "back", "hello again", "hi again", "just saying hi", "just checking in",
+    "so", "well", "really", "very", "much", "again", "then", "now", "for now", "for the help",
+    "for your help", "for that", "a lot", "so much", "very much", "man", "buddy",
+    "dude", "friend", "mate", "bot", "assistant", "there", "everyone", "all", "guys",
+)
+
+_EVAL = _alt(
+    "cool", "great", "nice", "good", "awesome", "amazing", "awful", "bad", "beautiful", "brilliant", "cute",
+    "excellent", "fantastic", "fine", "fun", "funny", "hilarious", "helpful", "impressive", "incredible",
+    "interesting", "lovely", "neat", "perfect", "sad", "super", "sweet", "terrible", "useful", "weird",
+    "wild", "wonderful", "crazy", "insane", "exciting", "fascinating", "gorgeous", "adorable", "enough",
+    "ok", "okay", "fair", "true", "right", "clear", "smart", "clever", "genius", "epic", "dope", "lit",
+    "hard", "tough", "rough", "boring", "annoying", "a relief", "a shame", "a pity", "too bad", "so true",
+    "a good idea", "a great idea", "news to me", "good to know", "good to hear", "great to hear",
+    "a lot", "it", "all",
+)
+
+# Words that cannot head the noun phrase after a deictic: "that is cool",
+# "this was fun", "so that we", "that much" must not count as a reference.
+_DEICTIC_STOP = _alt(
+    "is", "was", "are", "were", "be", "been", "being", "s", "isn't", "wasn't", "aren't", "weren't",
+    "will", "would", "can", "could", "should", "shall", "might", "may", "must", "does", "did", "do",
+    "has", "have", "had", "doesn't", "didn't", "won't", "wouldn't", "can't", "couldn't", "shouldn't",
+    "seems", "seemed", "looks", "looked", "sounds", "sounded", "feels", "felt", "makes", "made", "means",
+    "meant", "gets", "got", "goes", "went", "works", "worked", "helps", "helped", "happens", "happened",
+    "i", "you", "he", "she", "it", "we", "they", "me", "him", "her", "us", "them", "my", "your", "his",
+    "its", "our", "their", "a", "an", "the", "some", "any", "all", "no", "every", "each", "both",
+    "of", "in", "on", "at", "to", "for", "with", "by", "from", "about", "as", "and", "or", "but", "so",
+    "if", "when", "because", "than", "then", "there", "here", "way", "very", "really", "too", "much",
+    "many", "far", "long", "just", "only", "not", "also", "still", "even", "quite", "pretty", "good",
+    "bad", "great", "cool", "nice", "right", "true", "okay", "ok", "fine", "'ll", "ll", "d", "re", "ve",
+    "which", "what", "who", "whom", "whose", "where", "how", "why", "sound", "seem", "look", "work",
+    "help", "make", "mean", "go", "come", "get", "need", "matter", "happen", "happened", "days",
+)
+
+# "that" right after these words is a complementizer ("I think that ..."), not a deictic.
+_COMPLEMENTIZER_CONTEXT = "".join(
+    rf"(?<!\b{w}\s)" for w in (
+        "so", "such", "think", "know", "said", "says", "say", "believe", "hope", "sure", "mean", "heard",
+        "read", "seems", "true", "fact", "feel", "noticed", "realized", "guess", "wish", "glad", "shows",
+        "means", "thought", "knew", "hear", "see", "saw", "learned", "found", "now", "given", "except",
+    )
+)
+
+# Nouns whose definite form needs no earlier mention ("the world", "the US").
+_UNIQUE_NOUN = _alt(
+    "world", "us", "usa", "uk", "eu", "un", "earth", "sun", "moon", "sea", "ocean", "oceans", "environment",
+    "internet", "web", "weather", "economy", "government", "public", "past", "future", "present", "morning",
+    "evening", "night", "afternoon", "weekend", "body", "brain", "news", "market", "planet", "universe",
+    "country", "city", "beach", "mountains", "sky", "wild", "west", "east", "north", "south", "military",
+    "police", "media", "bible", "quran", "pandemic", "time", "day", "year", "week", "month", "elderly",
+    "poor", "rich", "middle", "end", "beginning", "average", "population", "climate", "ground", "air",
+)
+
+_TIME_NOUN = _alt(
+    "morning", "afternoon", "evening", "night", "week", "weekend", "month", "year", "summer", "winter",
+    "spring", "fall", "autumn", "season", "semester", "quarter", "time", "moment", "point", "days",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "coming", "upcoming",
+)
+
+_COPULA = (r"(?:'s|'re|'ll|'d|\s+(?:is|was|are|were|will|would|seems|seemed|looks|looked|sounds|sounded|feels|"
+           r"felt|has been|had been|gets|got|isn't|wasn't|aren't|weren't))")
+
+_DUMMY_ADJ = _alt(
+    "possible", "impossible", "worth", "safe", "unsafe", "okay", "ok", "alright", "better", "best", "worse",
+    "necessary", "true", "false", "hard", "easy", "difficult", "normal", "common", "bad", "good", "healthy",
+    "legal", "illegal", "wise", "advisable", "likely", "unlikely", "important", "a good idea", "a bad idea",
+    "too late", "too early", "fine", "smart", "cheaper", "faster", "required", "mandatory", "recommended",
+    "dangerous", "risky", "fair", "wrong", "right", "appropriate", "rude", "weird", "strange", "common",
+)
+
+_REF_VERB = _alt(
+    "said", "mentioned", "told me", "suggested", "recommended", "explained", "showed me", "promised", "wrote",
+    "gave me", "listed", "brought up", "pointed out", "described", "talked about", "were saying",
+    "were telling me", "were explaining", "noted", "proposed", "advised", "warned me", "shared",
+    "came up with", "sent me", "named", "called it", "offered", "quoted", "calculated", "drafted",
+    "generated", "created", "produced", "edited", "updated", "fixed", "changed", "wrote me", "found",
+)
+
+_DISCUSS = _alt(
+    "talked", "discussed", "spoke", "chatted", "went over", "decided", "agreed", "covered", "were talking",
+    "were discussing", "looked at", "worked on", "figured out", "came up with", "settled on", "planned",
+    "brainstormed", "drafted", "found", "made", "wrote", "built", "fixed", "concluded", "chose", "picked",
+    "named", "agreed on", "set up", "started",
+)
+
+_CONVO = _alt(
+    "conversation", "conversations", "chat", "chats", "session", "sessions", "discussion", "discussions",
+    "talk", "exchange", "call", "meeting", "thread",
+)
+
+_TURN_NOUN = _alt(
+    "answer", "message", "response", "reply", "suggestion", "suggestions", "recommendation",
+    "recommendations", "point", "sentence", "paragraph", "list", "example", "explanation", "comment",
+    "option", "options", "answers", "messages", "code", "snippet", "query", "summary", "draft", "version",
+    "idea", "ideas", "advice", "plan", "tip", "tips", "step", "steps",
+)
+
+_WH = _alt("what", "how", "why", "when", "where", "which", "who", "whom", "whose", "whats", "whens", "wheres",
+           "whos", "hows")
+_AUX = _alt(
+    "does", "do", "is", "are", "can", "could", "should", "would", "will", "did", "was", "were", "has",
+    "have", "had", "may", "might", "must", "shall", "isn't", "aren't", "doesn't", "don't", "didn't", "can't",
+    "won't", "wouldn't", "shouldn't", "couldn't",
+)
+_LEAD = (r"(?:(?:ok|okay|so|and|but|hmm|well|now|then|also|oh|ah|wow|great|cool|thanks|interesting|nice|"
+         r"alright|yes|no|sure)\W+){0,3}")
+
+_SUPERLATIVE = _alt(
+    "best", "worst", "largest", "biggest", "smallest", "highest", "lowest", "oldest", "newest", "cheapest",
+    "fastest", "strongest", "longest", "shortest", "easiest", "hardest", "healthiest", "safest", "closest",
+    "nearest", "greatest", "tallest", "deepest", "richest", "most popular", "most famous", "most common",
+    "most important", "most expensive", "most effective", "most dangerous",
+)
+
+# "it" that needs no antecedent: "is it safe to ...", "how long does it take to ...",
+# "what does it mean to ...", "what time is it", or one whose antecedent is in
+# the same question ("what is X and why is it important").
+_IT_NOT_ANAPHORIC = (
+    rf"(?!\s+{_DUMMY_ADJ}\s+(?:for\s+\w+\s+)?to\b)"
+    r"(?!\s*(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?to\b)"
+    r"(?!\s+(?:takes?|took|costs?|means?|worth)\s+(?:\w+\s+)?to\b)"
+    r"(?!\s+true\s+that\b)(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
+    r"(?<!\band why is it)(?<!\band why was it)(?<!\band why does it)(?<!\band where is it)"
+    r"(?<!\band how is it)(?<!\band how does it)(?<!\band what is it)(?<!\band where does it)"
+)
+
+# Lookbehind prefixes used below (f-strings in 3.11 cannot hold these calls).
+_AFTER_DID_YOU = _after("did", "didn't", "have", "haven't")
+_AFTER_DETERMINER = _after("our", "my", "the", "your", "this")
+_AFTER_DID_I = _after("did", "have", "had")
+_AFTER_IN = _after("in")
+_AFTER_RECALL_SUBJECT = _after("i", "you", "we", "to", "can", "could", "do", "did", "don't", "cannot", "can't",
+                               "please")
+_AFTER_BEFORE_CONTEXT = _after("as", "like", "than", "from", "mentioned", "said", "discussed", "asked", "you",
+                               "about", "tried", "used", "shared", "suggested", "did", "seen")
+_AFTER_THE = _after("the")
+_AFTER_A = _after("a")
+_AFTER_SOME = _after("some")
+_AFTER_THIS = _after("this")
+_AFTER_ON = _after("on")
+_AFTER_DEMONSTRATIVE_CONTEXT = _after(
+    "about", "on", "of", "with", "for", "from", "by", "like", "than", "after", "into", "to", "do", "does", "did",
+    "is", "isn't", "was", "has", "can", "could", "will", "would", "expand", "explain", "try", "use", "mean",
+)
+_AFTER_THERE_CONTEXT = _after("in", "to", "from", "visit", "go", "get", "live", "do", "see", "eat", "stay", "held",
+                              "built", "made")
+_AFTER_AUX = _after("did", "does", "do", "has", "have", "had", "is", "isn't", "was", "wasn't", "can", "could",
+                    "will", "would", "should")
+_AFTER_FOR_ME = _after("for", "suit", "suits", "fit", "fits", "to")
+_AFTER_MODAL = _after("should", "could", "can", "would", "do", "must")
+
+# A question opening a sentence, maybe after a lead word ("ok, what ..."), but
+# not one asking what was said ("what did you say" is recall).
+#: Nouns that, after "the" in a question, usually name part of the user's own life or work.
+_PERSONAL_NOUN = _alt(*_words("personal_nouns.txt"))
+#: Question openers of a factual question about something specific ("what's", "which", "how many").
+_FACT_Q = (r"(?:what|what's|whats|which|when|when's|whens|where|where's|wheres|who|who's|whos|whose|"
+           r"how\s+(?:many|much|long|old|often|far|big|tall|late|early)|is|are|was|were|did|does|do|has|have|had|"
+           r"will|am|isn't|aren't|didn't|doesn't|hasn't|haven't)")
+#: A how-to or advice question about the user's thing is general knowledge ("what's the best way to clean my oven").
+_NOT_ADVICE = (r"(?![^?.!]*\b(?:way|ways|tips|tricks|ideas|should|could|can|would|best|better|good\s+(?:way|idea)|"
+               r"to\s+(?:make|get|improve|keep|clean|fix|help|stop|prevent|reduce|increase|remember|learn|boost|"
+               r"train|teach|tell|know\s+if))\b)")
+_TIME_DEIXIS = (r"(?:tomorrow|tonight|today|this\s+(?:weekend|week|semester|term|month|morning|afternoon|evening|"
+                r"year)|next\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+                r"on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?|right\s+now|at\s+the\s+moment|"
+                r"currently|so\s+far|anymore)")
+
+_KNOWLEDGE_Q = (
+    rf"{_LEAD}(?:{_WH}\b(?!\s+about\b)(?!\s+(?:are|r|have)\s+(?:you|u|ya)\b)(?!(?:'s|\s+is)\s+(?:it\s+going|life|your)\b)"
+    r"(?!\s+(?:did|do|were|was|have|had)\s+(?:i|we|you)\s+(?:say|said|tell|told|mention|talk|discuss|decide|"
+    rf"ask|agree|call)\b)|{_AUX}\b)"
+)
+
+#: Default trigger patterns, tuned on TREC CAsT 2019-2022 and TREC iKAT 2023
+#: (see ``chatrecall._bench._gating``). Extend with ``GateConfig.extra_patterns``.
+DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
+    # --- small talk: whole-message acknowledgements, greetings, reactions -> none
+    _p("smalltalk", rf"^\W*(?:(?>{_ACK})\b\W*)++$", 1.0, TARGET_NONE),
+    _p("smalltalk",
+       r"^\W*(?:(?:hi|hey|hello|yo|oh|and|so|ok|okay|good|great|fine|i'm good|i'm fine|i'm great|"
+       r"not bad|doing well|i'm well|all good)\W+)*"
+       r"(?:how are you|how r u|how are u|how're you|how are things|how's it going|how is it going|"
+       r"how's everything|how is everything|how have you been|how've you been|how's your day|how is your day|"
+       r"how was your day|how's life|how's your weekend|how was your weekend|what's up|whats up|wassup|"
+       r"what's new|how do you do|nice to meet you|good to see you|are you there|you there|how about you|"
+       r"and you|what about you|you good)"
+       r"(?:\W+(?:doing|today|tonight|going|buddy|friend|mate|man|there|my friend|these days|lately))*\W*$",
+       1.0, TARGET_NONE),
+    _p("smalltalk",
+       rf"^\W*(?:(?>{_ACK})\W+)*(?:that|this|it|that all|this all)\s*{_COPULA}"
+       r"(?:\s+(?:so|really|very|pretty|super|quite|too|just|absolutely|totally|kinda|kind of|a bit|such|"
+       r"truly|actually|definitely|seriously))*"
+       rf"\s+(?:an?\s+)?(?>{_EVAL})\b[\s!.,]*(?:(?>{_ACK})\b\W*)*$",
+       1.0, TARGET_NONE),
+
+    # --- corrections -> memory, sets GateDecision.correction
+    _p(CORRECTION, r"^\W*(?:no|nope|nah|not quite|not really|wrong|actually|sorry|oops|hmm|err|um|no no)\W+"
+                   r"(?:i|i've|i'd)\s+(?:meant|mean|was asking|was talking|was referring|asked|said|wanted|"
+                   r"was looking|am asking|am talking)\b", 1.0),
+    _p(CORRECTION, r"\bi\s+meant\b", 1.0),
+    _p(CORRECTION, r"\bnot\s+(?:that|this|the)\s+(?:one|ones|thing|part|option|file|version)\b", 0.8),
+    _p(CORRECTION, r"\b(?:that|this|it)(?:'s|\s+is|\s+was|\s+isn't|\s+wasn't)\s+(?:not\s+)?"
+                   r"(?:what i|what we)\s+(?:asked|meant|said|wanted|was asking|was looking|need)", 1.0),
+    _p(CORRECTION, r"\bnot what i\s+(?:asked|meant|said|wanted|was asking|was looking|need)", 1.0),
+    _p(CORRECTION, r"\bwrong\s+(?:one|ones|answer|thing|file|function|"
+                   r"person|place|link|version|item|option|number|date|name|project|city|recipe|product|"
+                   r"model|book|movie|song|document|table|column|class|method|error|code|guy|restaurant)\b",
+       1.0),
+    _p(CORRECTION, r"\b(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|not right|not correct|not it|"
+                   r"not true|not accurate|not quite right|inaccurate)\b", 0.9),
+    _p(CORRECTION, r"\b(?:that|this|it)\s+(?:isn't|wasn't)\s+(?:right|correct|it|true|accurate)\b", 0.9),
+    _p(CORRECTION, r"\byou\s+(?:misunderstood|misread|got it wrong|got that wrong|confused|mixed up)\b", 1.0),
+    _p(CORRECTION, r"\bi\s+(?:was|am)\s+(?:asking|talking)\s+about\b", 0.8),
+    _p(CORRECTION, r"^\W*(?:no|nope)\W+(?:not|the|i\s+(?:mean|want|wanted|need|said|asked)|"
+                   r"i'm\s+(?:asking|talking))\b", 0.8),
+
+    # --- explicit references to the conversation -> memory, strong
+    _p("explicit", r"\bas\s+(?:we|you|i)(?:\s+(?:already|previously|just|briefly|have|had))?\s+"
+                   r"(?:discussed|said|mentioned|talked|agreed|noted|suggested|decided|covered|planned|"
+                   r"established|explained|told|described|showed|wrote|shared)\b", 1.0),
+    _p("explicit", r"\blike\s+(?:you|we|i)\s+(?:said|mentioned|suggested|discussed|told|agreed|asked|explained)\b",
+       1.0),
+    _p("explicit", rf"\byou(?:'ve|\s+have|\s+had)?\s+(?:(?:already|just|previously|once|also)\s+)?{_REF_VERB}\b",
+       1.0),
+    _p("explicit", rf"{_AFTER_DID_YOU}you\s+(?:say|mention|tell me|suggest|recommend|"
+                   r"explain|show me|promise|write|give me|list|say that)\b|"
+                   r"\byou\s+(?:didn't|did not|never|haven't|have not)\s+(?:mention|say|tell|include|list|"
+                   r"answer|suggest|recommend|explain|give)\b|\byou(?:'re|\s+are|\s+were)\s+saying\b", 1.0),
+    _p("explicit", rf"\bwe(?:'ve|\s+have|\s+had)?\s+(?:(?:already|just|previously|once)\s+)?{_DISCUSS}\b",
+       0.9),
+    _p("explicit", rf"{_AFTER_DETERMINER}(?:last|previous|earlier|prior|past|first|"
+                   rf"recent|other)\s+{_CONVO}\b|\bour\s+{_CONVO}\b|\bearlier\s+in\s+(?:this|our|the)\s+{_CONVO}\b",
+       1.0),
+    _p("explicit", rf"\b(?:your|my)\s+(?:last|previous|earlier|prior|first|second|third|original|"
+                   rf"latest|initial)\s+{_TURN_NOUN}\b", 0.9),
+    _p("explicit", r"\bi\s+(?:(?:already|just|previously|once)\s+)?(?:told you|mentioned|said|asked you|"
+                   r"shared|gave you|showed you|sent you|explained|described|asked about|asked earlier)\b",
+       0.9),
+    _p("explicit", r"\b(?:what|everything|all|something)\s+(?:you|i|we)\s+(?:said|told|mentioned|shared|"
+                   r"wrote|gave|showed|asked)\b", 0.9),
+    _p("explicit", r"\b(?:go|going|get|getting|come|coming|went|circle|circling|jump|jumping)\s+back\s+to\b",
+       1.0),
+    _p("explicit", r"^\W*back\s+to\b", 0.9),
+    _p("explicit", r"\b(?:pick|picking)\s+up\s+where\b|\bwhere\s+(?:we|i|you)\s+left\s+off\b|"
+                   r"\bcontinue\s+(?:where|from where|from|with the|with our|with that|our)\b|"
+                   r"\bwhere\s+were\s+we\b|\bthose\s+conversations\b|"
+                   r"\bwhere\s+(?:you|we|i)\s+(?:stopped|left\s+off|were|paused)\b|"
+                   rf"{_AFTER_DID_I}i\s+(?:already\s+|ever\s+)?(?:tell|told|mention|mentioned|say|said|"
+                   r"share|shared|give|gave|show|showed)\s+you\b|"
+                   r"\bwe(?:'ve|\s+have)\s+been\s+(?:talking|discussing|working)\b|"
+                   rf"\brefresh\s+my\s+memory\b|{_AFTER_IN}(?:this|our)\s+(?:chat|conversation|thread)\b", 1.0),
+    _p("explicit", r"\b(?:following|follow)\s+up\s+on\b|\brevisit\b|\bbring\s+up\s+(?:the|our|my|that)\b|"
+                   r"\baforementioned\b|\bmentioned\s+(?:above|earlier|before)\b", 0.8),
+
+    # --- recall verbs -> memory
+    _p("recall", r"(?:(?<=\bdo\syou\s)|(?<=\bdid\syou\s)|(?<=\bcan\syou\s)|(?<=\bcould\syou\s)|"
+                 r"(?<=\bwould\syou\s)|(?<=\byou\sstill\s))(?:remember|recall)\b", 1.0),
+    _p("recall", r"(?<!\bto\s)(?<!\bme\s)(?<!\bus\s)(?<!\bi\s)(?<!\bwe\s)(?<!\byou\s)(?<!\bpeople\s)"
+                 r"(?<!\bbetter\s)(?<!\beasier\s)"
+                 r"\bremember(?:ed|ing|s)?\b(?!\s+to\b)|"
+                 r"\b(?:do|did|can|could|would)\s+(?:you|u)\s+(?:still\s+)?remember\b|"
+                 r"\b(?:i|we)\s+(?:don't|do not|can't|cannot|couldn't)\s+remember\b|"
+                 r"\bremind\s+me\b"
+                 r"(?!\s+(?:to|at|in|on|tomorrow|tonight|later|every|each|when|if|before)\b)|"
+                 r"\bwhat\s+(?:did|do|had|have)\s+(?:i|we|you)\s+(?:say|tell|mention|decide|choose|pick|call|"
+                 r"name|ask|use|want|settle|agree|conclude|recommend|suggest|write|give|show|plan|order|"
+                 r"think|find|like|land)\b", 0.9),
+    _p("recall", r"^\W*(?:i|we)\s+remember\b", 0.9, name="recall.i_remember"),
+    # "recall" as a verb only ("can you recall", "recall what"), not "a product recall"
+    _p("recall", r"^\W*recall\b", 0.8),
+    _p("recall", r"\bdid\s+(?:i|we)\s+(?:say|mention|tell|decide|choose|pick|agree|settle|ask|like|want|"
+                 r"book|order|buy|finish|end\s+up)\b|\bdid\s+we\s+ever\b", 0.8),
+    _p("recall", rf"{_AFTER_RECALL_SUBJECT}recall(?:ed)?\b|"
+                 r"\brecall(?:ed|ing)?\s+(?:what|when|where|who|how|which|that|the|my|our|your|if|whether|any|"
+                 r"anything|exactly)\b|"
+                 r"\bwhat\s+was\s+(?:that|it|the name|the thing|the other|the one|his name|her name|"
+                 r"the title|the link|the number|the date|the address|the place|the command)\b|"
+                 r"\b(?:forgot|forgotten|forget)\b(?!\s+(?:about\s+it|it)\b)|"
+                 r"\b(?:can't|cannot|don't|couldn't)\s+(?:remember|recall)\b", 0.8),
+    _p("recall", r"\bagain\W*$|\b(?:tell|show|give|remind)\s+me\s+again\b|\b(?:say|repeat)\s+(?:that|it)\s+again\b|"
+                 r"\b(?:repeat|summari[sz]e|recap)\s+(?:what|your|our|that|everything|it)\b|"
+                 r"\b(?:still\s+have|look\s+back\s+at|scroll\s+(?:up|back))\b|"
+                 r"\bwhat(?:'s|\s+is)\s+the\s+name\s+of\s+(?:that|the|this|those)\b", 0.7),
+
+    # --- temporal markers -> memory
+    _p("temporal", r"\bearlier\b(?!\s+(?:than|today|this|that|in\s+the|on|version|versions|model|models|"
+                   r"stage|stages|age|years|times|period|periods|era)\b)|"
+                   r"\bpreviously\b|\bprevious\s+(?:one|ones|answer|message|version|step|option|question)\b|"
+                   r"\b(?:last|previous|this|that)\s+time\b(?!\s+(?:i\s+(?:checked|looked)|of\b))", 0.7),
+    _p("temporal", rf"{_AFTER_BEFORE_CONTEXT}before\b|"
+                   r"\bbefore\s*[?.!]*$", 0.6),
+    _p("temporal", r"(?:\byesterday|\blast\s+(?:week|month|night|session|monday|tuesday|wednesday|thursday|"
+                   rf"friday|saturday|sunday)|{_AFTER_THE}other\s+day|{_AFTER_A}while\s+(?:ago|back)|"
+                   rf"{_AFTER_A}few\s+days\s+ago|{_AFTER_SOME}time\s+ago|{_AFTER_THIS}morning|"
+                   rf"{_AFTER_ON}(?:monday|tuesday|wednesday|thursday|friday))\b(?=[^.?!]*\b(?:we|you)\b)", 0.7),
+    _p("temporal", rf"{_AFTER_THE}other\s+day\b|{_AFTER_A}while\s+(?:ago|back)\b", 0.4),
+
+    # --- implicit continuity: anaphora, deixis, ellipsis -> memory
+    # "that"/"those" + noun; "that" + a verb in -s/-ed is a relative clause
+    # ("the recipe that works"), after "so/think/know..." a complementizer.
+    _p("continuity", rf"{_COMPLEMENTIZER_CONTEXT}\bthat\s+(?!{_DEICTIC_STOP}\b)"
+                     r"(?![\w-]*(?<![su])s\b)(?![\w-]+ed\b)[a-z][\w-]*|"
+                     rf"\bthose\s+(?!{_DEICTIC_STOP}\b)[a-z][\w-]*", 0.6),
+    _p("continuity", rf"\b(?:this|these)\s+(?!{_DEICTIC_STOP}\b)(?!{_TIME_NOUN}\b)[a-z][\w-]*|"
+                     r"\b(?:this|that)\s+all\b", 0.6),
+    # demonstrative subject of a question: "did that help?", "isn't that speed?"
+    _p("continuity", rf"{_AFTER_AUX}(?:that|this)\b(?!\s*(?:'s|is|was)\b)(?!\s+true\s+that\b)", 0.6),
+    # a bare demonstrative pronoun as object or inverted subject: "expand on that?", "is that true?"
+    _p("continuity", rf"{_AFTER_DEMONSTRATIVE_CONTEXT}(?:that|this)\b"
+                     r"(?=\s*[?.!,;]|\s*$|\s+(?:really|actually|also|too|true(?!\s+that\b)|right|correct|possible|"
+                     r"necessary|the case|normal|safe|enough|still)\b)", 0.6),
+    # pronoun "one(s)": "which one", "a German one", "the one from Disney"; not
+    # the numeral ("one question") nor "no one", "one of", "one another"
+    _p("continuity", r"\bones\b|(?<=\w\s)one\b(?<!\bno\sone)(?<!\bevery\sone)(?<!\bany\sone)(?<!\bsome\sone)"
+                     r"(?<!\beach\sone)(?<!\bthe\sone)(?<!\bonly\sone)(?<!\bjust\sone)"
+                     r"(?=\s*(?:[?.!,;:)]|'s\b|$)|\s+(?:is|was|are|were|that|which|who|from|with|in|on|for|you|i|we|"
+                     r"they|has|had|have|does|did|do|would|should|could|can|will|or|and|but|instead|too|again|"
+                     r"please|then|now|here|there|better|more|less|over|than|like|by|at)\b)|"
+                     r"\bthe\s+one\b(?!\s+(?:of|another|and only|hand|day|time|thing)\b)", 0.6),
+    _p("continuity", r"\b(?:which|any|some|all|each|both|one|none|either|neither|most|many)\s+of\s+"
+                     r"(?:these|those|them|the\s+two|the\s+three|the\s+above)\b", 0.6),
+    _p("continuity", rf"(?<=\w\s)it\b{_IT_NOT_ANAPHORIC}", 0.6),
+    _p("continuity", r"\b(?:its|itself)\b", 0.6),
+    _p("continuity", r"\b(?:they|them|their|theirs|themselves)\b", 0.5),
+    _p("continuity", r"\b(?:he|him|his|she|her|hers|herself|himself)\b", 0.5),
+    _p("continuity", r"\b(?:what|how)\s+about\b(?!\s+(?:you|yourself)\b)", 0.6),
+    _p("continuity", r"^\W*(?:and|but|also|or)\s+(?:what|how|the|for|if|in|what's|why|is|are|can|does|do)\b",
+       0.6),
+    # elliptical follow-ups: "And Jared?", "which is healthiest?", "an example?", "what happened next?"
+    _p("continuity", r"^\W*(?:and|but|or|also)\s+[^.?!]{1,40}\?\W*$|^\W*which\s+(?:is|are|was|were|would|"
+                     r"should|do|does|of)\b", 0.5),
+    _p("continuity", r"\b(?:an?|some|more|other|another|any)\s+examples?\b(?!\s+of\b)|\bnext\W*$", 0.5),
+    _p("continuity", rf"{_AFTER_THE}other\b(?!\s+(?:hand|side\s+of\s+the\s+coin)\b)|{_AFTER_THE}same\b|"
+                     r"\bsame\s+(?:thing|one|way|place|question|issue|problem|error)\b", 0.6),
+    _p("continuity", r"\bothers\b|\bother\s+(?!than\b)(?:[\w-]+)|\banother\b|"
+                     r"\b(?:what|anything|who|where|how|something|someone|somewhere)\s+else\b|\binstead\b",
+       0.5),
+    _p("continuity", r"\btell\s+me\s+more\b|\bmore\s+(?:about|on|details|detail|info|information|examples|"
+                     r"options|ideas|suggestions)\b|\belaborate\b|"
+                     r"\b(?:go\s+on|keep\s+going|continue)\b(?=\W*$|\s*[.,!;])",
+       0.5),
+    _p("continuity", rf"{_AFTER_THE}(?:former|latter|previous|two|three|both|rest)\b"
+                     r"(?!\s+(?:time|times|place|person\s+to|day|week|year)\b)|"
+                     rf"{_AFTER_THE}(?:first|second|third|fourth|fifth|last|next|final)\b"
+                     r"(?=\s*(?:[?.!,;:]|$)|\s+(?:one|ones|option|options|step|steps|item|items|point|points|link|"
+                     r"idea|ideas|suggestion|suggestions|example|examples|answer|version|choice|approach|method|"
+                     r"solution|recipe|thing|part|section|paragraph|bullet|two|three|of\s+(?:them|those|these))\b)|"
+                     r"\bboth\s+of\b", 0.5),
+    _p("continuity", rf"{_AFTER_THE}differences?\b(?!\s+(?:between|among|in|of)\b)|\bcompare\s+(?:them|the\s+two)\b|"
+                     r"\bcompare\W*$", 0.5),
+    _p("continuity", r"^\W*(?:why|how|what|when|where|who|which|really|how so|why not|such as|like what|"
+                     r"for example|meaning|and then|then what|says who|for what)\W*$", 0.6),
+    # locative anaphora "what can I do there?", fused superlatives "the largest in the world"
+    _p("continuity", r"\bthere\W*$|"
+                     rf"{_AFTER_THERE_CONTEXT}there\b|"
+                     rf"{_AFTER_THE}{_SUPERLATIVE}\b(?=\s+(?:in\s+the\s+world|ever|one|ones|on\s+(?:earth|land))\b|"
+                     r"\W*$)", 0.5),
+    # a bare definite noun closing a question presupposes an earlier referent: "what are the symptoms?"
+    _p("continuity", r"(?<!\bof\s)(?<!\bin\s)(?<!\bfor\s)(?<!\bto\s)(?<!\bfrom\s)(?<!\bwith\s)(?<!\bon\s)(?<!\bat\s)"
+                     r"(?<!\bby\s)(?<!\babout\s)"
+                     rf"\bthe\s+(?!{_UNIQUE_NOUN}\s*\?)[a-z][\w-]*\s*\?\s*$", 0.5),
+
+    # --- first-person personal facts / preferences -> memory (weaker, needs personalisation)
+    _p("personal", r"\bmy\b", 0.3),
+    # questions about the user's own setup or life: "which database do we use?", "what did my sister plan?"
+    _p("personal", r"\b(?:do|did|does|are|were|was|have|had)\s+(?:we|my|our)\b|\bdid\s+i\b|"
+                   r"\bour\b|\bwe\s+(?:use|used|chose|picked|decided|agreed|settled|went|set|run|deploy|"
+                   r"called|named)\b", 0.5),
+    _p("personal", rf"{_AFTER_FOR_ME}(?:me|myself|us|my)\b|\bmyself\b|"
+                   r"\bmine\b", 0.35),
+    _p("personal", r"\bi\s+(?:prefer|like|love|hate|dislike|enjoy|can't stand|don't like|don't eat|"
+                   r"can't eat|don't drink|am allergic|am vegetarian|am vegan|am diabetic|am pregnant|"
+                   r"usually|always|never|tend to)\b|\bi'm\s+(?:allergic|vegetarian|vegan|diabetic|"
+                   r"pregnant|a fan|into|not into|not a fan)\b|\bbut\s+i\b", 0.35),
+    _p("personal", r"\b(?:recommend|recommendation|recommendations|suggest|suggestion|suggestions|"
+                   r"advice|advise)\b|\bhelp\s+me\b", 0.5),
+    _p("personal", r"\bi\s+(?:need|want|would like|'d like|am looking|'m looking|am interested|'m interested|"
+                   r"am planning|'m planning|am thinking|'m thinking|don't|do not|can't|cannot|am not|'m not|"
+                   r"won't|have no)\b|"
+                   rf"{_AFTER_MODAL}i\b", 0.25),
+
+    # --- questions about the user's own life, work and past -> memory, with or without a recall verb
+    # "what's my cat called?", "when is our standup?", "how many nights is the Rome trip?"
+    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,80}}?\b(?:my|our)\b", 0.7,
+       name="personal.question_about_my"),
+    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,60}}?\bthe\s+(?:[\w-]+\s+)?{_PERSONAL_NOUN}\b", 0.6,
+       name="personal.question_about_the_household_noun"),
+    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,80}}?\b{_TIME_DEIXIS}\b", 0.5,
+       name="personal.question_about_now"),
+    # "which meds am I on", "did we already pay", "are we free", not "why do we dream" / "how do I ..."
+    _p("personal", r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:am|was|have|had|did)\s+(?:i|we)\b|"
+                   r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:do|are|were)\s+we\b(?!\s+(?:all|humans|people)\b)|"
+                   r"\bdo\s+i\s+(?:have|own|use|take|owe|pay|get|still|usually)\b", 0.6,
+       name="personal.did_i_or_we"),
+    # a relative clause with the user as subject: "the hotel we booked", "the plant my sister gave me"
+    _p("personal", r"\b(?:the|that|those|this|what)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*)?\s+"
+                   r"(?:i|we|i've|we've|i'd|we'd|i'm|we're)\s+(?:just\s+|already\s+)?"
+                   r"(?:[a-z]+ed|got|had|have|made|bought|saw|took|went|met|ate|paid|sent|wrote|put|left|found|"
+                   r"gave|read|ran|did|chose|picked|tried|signed|use|keep|need|want|am|was|were|doing|on|in|at|"
+                   r"hit|saw|sold|built|drove|flew|heard|held|kept|lost|meant|set|spent|spoke|stood|won)\b", 0.7,
+       name="personal.thing_i_did"),
+    # "what was the error on staging?": a specific past thing, not "what was the cause of ..."
+    _p("personal", rf"\bwhat\s+(?:was|were)\s+the\s+(?:{_PERSONAL_NOUN}|error|errors|issue|problem|bug|fix|"
+                   r"number|code|command|link|url|address|total|price|cost|score|result|verdict|outcome|plan|"
+                   r"decision|name|password|date|time)\b(?!\s+of\b)", 0.6, name="personal.what_was_the_thing"),
+    # a first-person statement is new information, not a question: "we moved standup to 9:30"
+    _p("statement", r"^\W*(?:i|we|my|our|i've|we've|i'm|we're|i'll|we'll|i'd|we'd|i just|we just)\b"
+                    r"(?![^?]*\?)(?![^.!]*\b(?:remember|recall|remind|told\s+you|mentioned|you\s+said|"
+                    r"recommend|suggest|help|advice|should|could|can|what|which|how|where|when|who|why|talked|discussed|"
+                    r"spoke|chatted|went\s+over|agreed|decided|earlier|before|last\s+time|previously)\b)"
+                    r"[^?]*$", 0.45, TARGET_NONE, name="statement.first_person"),
+
+    # --- corrections of an earlier answer or statement
+    _p(CORRECTION, r"^\W*(?:no|nope|nah)\W+(?:no|wait|sorry|sorry,?\s+i)\b|^\W*correction\b|"
+                   r"^\W*(?:no\W+)?not\s+(?:the|that|this|my)\s+[\w-]+(?:\s+[\w-]+)?\s*[,;-]+\s*(?:the|my|it's)\b",
+       0.9, name="correction.no_wait"),
+    _p(CORRECTION, r"\byou\s+(?:got|have)\s+(?:it|that|them)\s+(?:backwards|wrong|mixed\s+up|the\s+wrong\s+way)\b|"
+                   r"\b(?:it's|it\s+is|it\s+was|its)\s+[\w-]+(?:\s+[\w-]+)?\W+not\s+(?:my\s+|the\s+)?[\w-]+\W*$",
+       0.9, name="correction.not_x_but_y"),
+
+    # --- knowledge questions -> corpus
+    # Sentence-initial wh-word / auxiliary, maybe after a lead word ("ok, what"),
+    # so "when I was a kid" is no question.
+    _p("knowledge", rf"^\W*{_KNOWLEDGE_Q}", 0.6, TARGET_CORPUS),
+    _p("knowledge", rf"(?:(?<=[.!?;:]\s)|(?<=[.!?;:]\s\s)){_KNOWLEDGE_Q}", 0.6, TARGET_CORPUS),
+    _p("knowledge", r"\b(?:explain|define|describe|definition|meaning\s+of|difference\s+between|"
+                    r"tell\s+me\s+about|overview\s+of|examples?\s+of|how\s+to|documentation|docs|"
+                    r"what\s+does\s+[\w.]+\s+do|compare|summarize|list)\b", 0.6, TARGET_CORPUS),
+    _p("knowledge", r"^\W*(?:convert|translate|calculate|define|rules\s+of|recipe\s+for|best\s+way|"
+                    r"tips|ideas\s+for|at\s+what|in\s+what|to\s+what|by\s+how\s+much|from\s+what)\b", 0.6,
+       TARGET_CORPUS, name="knowledge.imperative_or_fronted"),
+    # a how-to question is asked of the documents, even with "I"/"my" in it ("how do I undo my last commit")
+    _p("knowledge", r"\bhow\s+(?:do|can|should|would|could)\s+(?:i|we|you)\b", 0.4, TARGET_CORPUS,
+       name="knowledge.how_do_i"),
+    _p("knowledge", r"\bhow\s+(?:do|can|should|would|could)\s+(?:i|we|you)\b", -0.25, TARGET_MEMORY,
+       name="knowledge.how_do_i_is_generic"),
+    # a judgement that needs world knowledge ("is the plant my sister gave me toxic to cats?"): with a
+    # personal question this makes the message need both sources
+    _p("knowledge", r"\b(?:toxic|poisonous|safe|unsafe|compatible|supports?|enough|allowed|legal|healthy|"
+                    r"ok\s+for|okay\s+for|good\s+for|bad\s+for|fine\s+for|go\s+(?:well\s+)?with|"
+                    r"afford|walking\s+distance|close\s+to|near|nearby|visa|security\s+updates|mean|means|"
+                    r"should\s+(?:i|my|we|our)\s+\w+|weigh|calories|stretches|exercises|gift|places)\b", 0.5,
+       TARGET_CORPUS, name="knowledge.judgement"),
+    # "X vs Y, what's the difference": the things compared are in the message itself
+    _p("knowledge", r"\b(?:vs|versus)\b", -0.5, TARGET_MEMORY, name="knowledge.versus"),
+)
+
+
+
+def _named(patterns: tuple[GatePattern, ...]) -> tuple[GatePattern, ...]:
+    """Give every pattern left unnamed a unique ``category.N`` name, in table order."""
+    import dataclasses
+
+    seen: dict[str, int] = {}
+    out = []
+    for p in patterns:
+        if p.name == p.category:
+            seen[p.category] = seen.get(p.category, 0) + 1
+            p = dataclasses.replace(p, name=f"{p.category}.{seen[p.category]}")
+        out.append(p)
+    return tuple(out)
+
+
+DEFAULT_PATTERNS = _named(DEFAULT_PATTERNS)

@@ -1,0 +1,205 @@
+"""Which words can a regex match begin with: the index that makes the gate fast.
+
+The gate merges every pattern that can start at a given word into one regex,
+so a message costs one ``match`` call per word. This module derives those
+first words by walking the regex parser's output (``re._parser``, private but
+stable across CPython 3.11-3.13); where the analysis fails a pattern is simply
+searched on every message, so indexing never changes what matches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "needs_ignorecase"]
+
+# --- first-word analysis ----------------------------------------------------
+#
+# For each pattern we compute the set of words a match can begin with, by
+# walking the parsed regex, and where the match starts relative to that word:
+#
+# * ``at``: exactly at the word, so the pattern is only tried at tokens that
+#   are one of its first words;
+# * ``first``: at the start of the message (``^``), so it is only tried when
+#   the message's first token is one of its first words;
+# * anything else (or a regex we cannot analyse, e.g. one that may begin
+#   mid-word or with an arbitrary word) is searched as usual.
+#
+# The analysis is conservative, so indexing never changes what matches.
+
+_sp: Any
+_sc: Any
+try:  # the parser is private but stable across 3.11-3.13
+    _sp = importlib.import_module("re._parser")
+    _sc = importlib.import_module("re._constants")
+except ImportError:  # pragma: no cover - other interpreters: index nothing
+    _sp = _sc = None
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+_MAX_STATES = 4096
+# A walk state: (partial first word, anchored at a word start,
+# consumed a char before the word, passed a ^ before the word).
+_State = tuple[str, bool, bool, bool]
+_MODE_AT, _MODE_FIRST, _MODE_SEARCH = "at", "first", "search"
+
+
+@dataclass(frozen=True, slots=True)
+class _Trigger:
+    words: frozenset[str]
+    mode: str
+
+
+def _analyse(regex: str, flags: int = 0) -> _Trigger | None:
+    """First words of every match of ``regex`` (lowercase) and the match mode, or None."""
+    if _sp is None or _sc is None:
+        return None
+    try:
+        parsed = _sp.parse(regex, flags)
+    except Exception:  # pragma: no cover - the regex compiled already
+        return None
+    done: set[tuple[str, bool, bool]] = set()
+    sc = _sc
+
+    def set_kind(items: list[tuple[Any, Any]]) -> tuple[bool, list[str]]:
+        """(matches a non-word char, word chars it may match) for an IN set."""
+        nonword = False
+        words: list[str] = []
+        for op, av in items:
+            if op is sc.LITERAL:
+                ch = chr(av).lower()  # type: ignore[call-overload]
+                if _is_word_char(ch):
+                    words.append(ch)
+                else:
+                    nonword = True
+            elif op is sc.CATEGORY and av in (sc.CATEGORY_SPACE, sc.CATEGORY_NOT_WORD):
+                nonword = True
+            else:  # NEGATE, RANGE, \w, \d, ...: could be any word char
+                raise _Unknown
+        if len(words) > 16:
+            raise _Unknown
+        return nonword, words
+
+    def consume(states: set[_State], nonword: bool, chars: list[str]) -> set[_State]:
+        out: set[_State] = set()
+        for p, anchored, consumed, begin in states:
+            if nonword:
+                if p:
+                    done.add((p, consumed, begin))
+                else:
+                    out.add(("", True, True, begin))
+            for ch in chars:
+                if not p and not anchored:
+                    raise _Unknown  # the match could start inside a word
+                out.add((p + ch, anchored, consumed, begin))
+        return out
+
+    def walk(items: list[tuple[Any, Any]], states: set[_State]) -> set[_State]:
+        for op, av in items:
+            if not states:
+                return states
+            if len(states) > _MAX_STATES:
+                raise _Unknown
+            if op is sc.AT:
+                nxt: set[_State] = set()
+                for p, _anchored, consumed, begin in states:
+                    if av in (sc.AT_BEGINNING, sc.AT_BEGINNING_STRING):
+                        if p:
+                            raise _Unknown  # "^" after a word char never matches
+                        nxt.add(("", True, consumed, True))
+                    elif av is sc.AT_BOUNDARY:
+                        if p:
+                            done.add((p, consumed, begin))
+                        else:
+                            nxt.add(("", True, consumed, begin))
+                    elif av in (sc.AT_END, sc.AT_END_STRING) and p:
+                        done.add((p, consumed, begin))
+                    else:
+                        raise _Unknown
+                states = nxt
+            elif op in (sc.ASSERT, sc.ASSERT_NOT):
+                direction, sub = av  # type: ignore[misc]
+                if op is sc.ASSERT and direction == -1 and sub:
+                    last_op, last_av = list(sub)[-1]
+                    if last_op is sc.LITERAL:
+                        boundary = not _is_word_char(chr(last_av).lower())
+                    elif last_op is sc.IN:
+                        try:
+                            boundary = set_kind(last_av) == (True, [])
+                        except _Unknown:
+                            boundary = False
+                    else:
+                        boundary = False
+                    if boundary:  # preceded by a non-word char: a word starts here
+                        states = {("", True, c, b) if not p else (p, a, c, b) for p, a, c, b in states}
+                # other lookarounds are zero-width filters: nothing to do
+            elif op is sc.LITERAL:
+                ch = chr(av).lower()  # type: ignore[call-overload]
+                word = _is_word_char(ch)
+                states = consume(states, not word, [ch] if word else [])
+            elif op is sc.IN:
+                nonword, chars = set_kind(av)  # type: ignore[arg-type]
+                states = consume(states, nonword, chars)
+            elif op is sc.SUBPATTERN:
+                states = walk(list(av[3]), states)  # type: ignore[index]
+            elif op is sc.ATOMIC_GROUP:
+                states = walk(list(av), states)  # type: ignore[call-overload]
+            elif op is sc.BRANCH:
+                nxt = set()
+                for alt in av[1]:  # type: ignore[index]
+                    nxt |= walk(list(alt), set(states))
+                states = nxt
+            elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT):
+                lo, hi, sub = av  # type: ignore[misc]
+                if lo > 16:
+                    raise _Unknown
+                result = set(states) if lo == 0 else set()
+                seen = set(states)
+                cur = states
+                k = 0
+                while cur and k < hi:
+                    cur = walk(list(sub), set(cur))
+                    k += 1
+                    if k >= lo:  # states seen before lead to the same words
+                        cur = cur - seen
+                        seen |= cur
+                        result |= cur
+                    if k > 32:
+                        raise _Unknown
+                states = result
+            else:
+                raise _Unknown
+        return states
+
+    try:
+        open_states = walk(list(parsed), {("", False, False, False)})
+    except (_Unknown, RecursionError):
+        return None
+    if open_states or not done:
+        return None  # a match may end mid-word, or contain no word at all
+    words = frozenset(w for w, _, _ in done)
+    if all(b for _, _, b in done):
+        return _Trigger(words, _MODE_FIRST)
+    if not any(c for _, c, _ in done):
+        return _Trigger(words, _MODE_AT)
+    return _Trigger(words, _MODE_SEARCH)
+
+
+def _needs_ignorecase(regex: str) -> bool:
+    """Uppercase letters outside escapes (\\W, \\S...) would never match lowercased text."""
+    return any(ch.isupper() for ch in re.sub(r"\\.", "", regex))
+
+MODE_AT, MODE_FIRST, MODE_SEARCH = _MODE_AT, _MODE_FIRST, _MODE_SEARCH
+Trigger = _Trigger
+analyse = _analyse
+needs_ignorecase = _needs_ignorecase
