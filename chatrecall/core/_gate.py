@@ -36,6 +36,12 @@ from ._regex_index import MODE_AT as _MODE_AT
 from ._regex_index import MODE_SEARCH as _MODE_SEARCH
 from ._regex_index import analyse as _analyse
 from ._regex_index import needs_ignorecase as _needs_ignorecase
+from ._tuned import (
+    GATE_BOTH_MARGIN,
+    GATE_CATEGORY_WEIGHTS,
+    GATE_CORPUS_THRESHOLD,
+    GATE_MEMORY_THRESHOLD,
+)
 from ._types import GateDecision, GateReason, Route
 
 __all__ = [
@@ -80,11 +86,11 @@ class GateConfig:
 
     patterns: tuple[GatePattern, ...] = DEFAULT_PATTERNS
     extra_patterns: tuple[GatePattern, ...] = ()
-    memory_threshold: float = 0.5
-    corpus_threshold: float = 0.5
-    category_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    memory_threshold: float = GATE_MEMORY_THRESHOLD
+    corpus_threshold: float = GATE_CORPUS_THRESHOLD
+    category_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType(dict(GATE_CATEGORY_WEIGHTS)))
     confidence_slope: float = 4.0
-    both_margin: float = 0.5
+    both_margin: float = GATE_BOTH_MARGIN
 
     def __post_init__(self) -> None:
         for name in ("patterns", "extra_patterns"):
