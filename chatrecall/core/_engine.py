@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ._aio import _AsyncMixin
 from ._budget import budget_for, select_items, tier_of
-from ._classifier import STRATEGY_FOR, TimeCue, classify_query, time_cue
-from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits
+from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
     ConfigError,
@@ -30,6 +30,7 @@ from ._gate import Gate, GateConfig
 from ._index import UserIndex, tokenize
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
+from ._ranking import DEFAULT_PARAMS, PRESETS, rank_memories, topk, topk_nonzero
 from ._tokens import as_token_counter, truncate_to_tokens
 from ._types import (
     COLLECTION_CORPUS,
@@ -48,33 +49,24 @@ from ._types import (
     Strategy,
     Turn,
 )
-from ._validate import check_id, check_metadata, check_strategy, check_text, check_timestamp
+from ._validate import check_id, check_metadata, check_strategy, check_text, check_turn
 
 __all__ = ["ChatRecall"]
 
 _COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
 _ANCHOR_KINDS = frozenset({"identifier", "path", "error", "quoted", "name"})
-#: Components scored on a turn alone; ``graph`` is computed from them.
-_BASE = ("recency", "relevance", "keyword", "entity")
-#: Strategies whose time component follows the query's time cues ("when", "two weeks ago").
-_TIME_AWARE = frozenset({Strategy.HYBRID, Strategy.GRAPH, Strategy.ENTITY})
-#: Weight of the time fit, as a share of relevance + keyword, when a query names a time.
-_TIME_SHARE = 0.15
-#: Decay of a neighbour's support per hop beyond the first.
-_HOP_DECAY = 0.5
+#: Gate categories whose signal means a turn continues the previous one (a pending correction applies).
+_CONTINUING = frozenset({"continuity", "explicit", "recall", "temporal", "correction"})
+#: Tuned constants live in ``_tuned`` (ranking in ``_ranking``); these names are kept for callers.
+_TIME_SHARE = DEFAULT_PARAMS.time_share
+_HOP_DECAY = DEFAULT_PARAMS.hop_decay
 #: Store queries slower than this (ms, moving average over at least _FRESH_MIN_PROBES
 #: searches) stop being asked on every search.
 _FRESH_MS = 2.0
 _FRESH_MIN_PROBES = 3
 
-#: Fixed weight presets of the single strategies (hybrid uses the config weights).
-_PRESETS: dict[Strategy, dict[str, float]] = {
-    Strategy.RECENCY: {"recency": 0.6, "relevance": 0.3, "keyword": 0.1},
-    Strategy.RELEVANCE: {"relevance": 1.0},
-    Strategy.KEYWORD: {"keyword": 1.0},
-    Strategy.ENTITY: {"entity": 0.5, "relevance": 0.3, "graph": 0.2},
-    Strategy.GRAPH: {"relevance": 0.5, "graph": 0.3, "keyword": 0.2},
-}
+#: Fixed weight presets of the single strategies (hybrid uses the config weights); from ``_tuned``.
+_PRESETS = PRESETS
 
 
 def _hash_id(*parts: str) -> str:
@@ -82,21 +74,8 @@ def _hash_id(*parts: str) -> str:
     return h[:32]
 
 
-def _topk(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest scores, best first (argpartition, then sort only k)."""
-    if scores.size == 0 or k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    k = min(k, scores.size)
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.argsort(-scores[part], kind="stable")]
-
-
-def _topk_nonzero(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the (at most) k largest non-zero scores, best first; sparse-friendly."""
-    nz = np.flatnonzero(scores)
-    if nz.size == 0:
-        return nz.astype(np.int64)
-    return nz[_topk(scores[nz], k)].astype(np.int64)
+_topk = topk  # shared with _ranking and _rerank
+_topk_nonzero = topk_nonzero
 
 
 @dataclasses.dataclass
@@ -107,6 +86,17 @@ class _UserState:
     pins_loaded_at: float = 0.0
     synced_at: float = 0.0
     correction_pending: set[str] = dataclasses.field(default_factory=set)
+    #: Why the cached index is being served without the store (None while the store answers).
+    degraded: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    """The route decided once per retrieve (see ``ChatRecall._plan_route``)."""
+
+    route: Route
+    two_phase: bool
+    fallback: bool
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -117,7 +107,33 @@ class _Search:
     query_type: QueryType
 
 
-class ChatRecall:
+@dataclasses.dataclass(eq=False)
+class _Run:
+    """Working state of one retrieve, passed from step to step."""
+
+    message: str
+    user_id: str
+    session_id: str | None
+    k: int
+    explicit_k: bool
+    strategy: Strategy | None
+    t_start: float
+    st: _UserState | None = None
+    store_down: bool = False
+    pins: list[Pin] = dataclasses.field(default_factory=list)
+    recent: tuple[ScoredItem, ...] = ()
+    entities: list[Entity] = dataclasses.field(default_factory=list)
+    qvec: np.ndarray | None = None
+    search: _Search | None = None
+    memory_items: list[ScoredItem] = dataclasses.field(default_factory=list)
+    phase1: list[ScoredItem] = dataclasses.field(default_factory=list)
+    corpus_items: list[ScoredItem] = dataclasses.field(default_factory=list)
+    rejected: list[ScoredItem] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+class ChatRecall(_AsyncMixin):
     """Memory layer between a chatbot's user message and its LLM.
 
     Stores conversation turns, decides per message whether and where to search
@@ -156,30 +172,50 @@ class ChatRecall:
         embedder: Embedder,
         token_counter: Any = None,
         entity_extractor: EntityExtractor | None = None,
-        gate: Gate | GateConfig | None = None,
-        retrieval: RetrievalConfig | None = None,
-        budget: BudgetConfig | None = None,
-        pins: PinConfig | None = None,
-        limits: StoreLimits | None = None,
+        gate: Gate | GateConfig | Mapping[str, Any] | None = None,
+        retrieval: RetrievalConfig | Mapping[str, Any] | None = None,
+        budget: BudgetConfig | Mapping[str, Any] | None = None,
+        pins: PinConfig | Mapping[str, Any] | None = None,
+        limits: StoreLimits | Mapping[str, Any] | None = None,
         max_cached_users: int = 256,
         sync_interval_s: float = 300.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        # Every argument is checked here, so a mistake fails now, naming the value, not on a later call.
         if store is None or not isinstance(store, MemoryStore):
-            raise ConfigError(f"store={store!r} is invalid: pass a MemoryStore (e.g. chatrecall.open() builds one)")
+            raise ConfigError(
+                f"store={store!r} is invalid: pass a MemoryStore such as "
+                "chatrecall.adapters.chroma.ChromaStore() (chatrecall.connect() builds one for you)"
+            )
         if embedder is None or not isinstance(embedder, Embedder):
-            raise ConfigError(f"embedder={embedder!r} is invalid: pass an Embedder")
-        if not isinstance(max_cached_users, int) or max_cached_users < 1:
+            raise ConfigError(
+                f"embedder={embedder!r} is invalid: pass an Embedder such as "
+                "chatrecall.adapters.sentence_transformers.SentenceTransformerEmbedder() (chatrecall.connect() "
+                "builds one for you)"
+            )
+        if isinstance(max_cached_users, bool) or not isinstance(max_cached_users, int) or max_cached_users < 1:
             raise ConfigError(f"max_cached_users={max_cached_users!r} is invalid: must be an int >= 1")
+        if (isinstance(sync_interval_s, bool) or not isinstance(sync_interval_s, (int, float))
+                or not sync_interval_s > 0 or sync_interval_s != sync_interval_s):
+            raise ConfigError(f"sync_interval_s={sync_interval_s!r} is invalid: must be a positive number of seconds")
+        if not callable(clock):
+            raise ConfigError(f"clock={clock!r} is invalid: must be a callable returning epoch seconds (time.time)")
+        if entity_extractor is not None and not isinstance(entity_extractor, EntityExtractor):
+            raise ConfigError(
+                f"entity_extractor={entity_extractor!r} is invalid: pass an object with extract(text) "
+                "(an EntityExtractor) or None for the built-in RegexEntityExtractor"
+            )
+        if not isinstance(gate, Gate):
+            gate = Gate(as_config("gate", gate, GateConfig, "GateConfig(memory_threshold=0.6)"))
         self.store = store
         self.embedder = embedder
         self.token_counter: TokenCounter = as_token_counter(token_counter)
         self.extractor: EntityExtractor = entity_extractor or RegexEntityExtractor()
-        self.gate = gate if isinstance(gate, Gate) else Gate(gate)
-        self.retrieval_config = retrieval or RetrievalConfig()
-        self.budget_config = budget or BudgetConfig()
-        self.pin_config = pins or PinConfig()
-        self.limits = limits or StoreLimits()
+        self.gate = gate
+        self.retrieval_config = as_config("retrieval", retrieval, RetrievalConfig, "RetrievalConfig(top_k=5)")
+        self.budget_config = as_config("budget", budget, BudgetConfig, "BudgetConfig(max_tokens=800)")
+        self.pin_config = as_config("pins", pins, PinConfig, "PinConfig(max_pins=5)")
+        self.limits = as_config("limits", limits, StoreLimits, "StoreLimits(max_text_chars=50_000)")
         self.metrics = Metrics()
         self._clock = clock
         self._max_users = max_cached_users
@@ -210,7 +246,12 @@ class ChatRecall:
                         self._users.popitem(last=False)
         elif self._clock() - st.synced_at > self._sync_interval:
             with st.lock:
-                self._load(user_id, st)
+                try:
+                    self._load(user_id, st)
+                    st.degraded = None
+                except StoreError as exc:  # keep serving what is cached; the next call retries
+                    st.degraded = f"sync failed: {type(exc).__name__}"
+                    self.metrics.incr("degraded")
         return st
 
     def _load(self, user_id: str, st: _UserState) -> None:
@@ -246,23 +287,7 @@ class ChatRecall:
 
     # ================================================================ write path
     def _make_turn(self, t: Turn | Mapping[str, Any]) -> Turn:
-        if isinstance(t, Mapping):
-            unknown = set(t) - {f.name for f in dataclasses.fields(Turn)}
-            if unknown:
-                raise InvalidInputError(f"turn has unknown field(s) {sorted(unknown)}")
-            try:
-                t = Turn(**t)
-            except TypeError as exc:
-                raise InvalidInputError(f"turn is missing a field: {exc}") from None
-        if not isinstance(t, Turn):
-            raise InvalidInputError(f"turn must be a Turn or a mapping, got {type(t).__name__}")
-        check_text("text", t.text, self.limits)
-        check_id("user_id", t.user_id, self.limits)
-        check_id("session_id", t.session_id, self.limits)
-        check_id("role", t.role, self.limits)
-        ts = check_timestamp(t.timestamp)
-        md = check_metadata(t.metadata, self.limits)
-        return dataclasses.replace(t, timestamp=ts, metadata=md)
+        return check_turn(t, self.limits)  # mappings may say ``content`` for ``text``
 
     def add(
         self,
@@ -626,140 +651,38 @@ class ChatRecall:
         exclude: frozenset[str] = frozenset(),
         weights: Mapping[str, float] | None = None,
     ) -> _Search:
-        """Rank one user's memories for ``query``.
+        """Rank one user's memories for ``query`` (the ranking itself: :func:`rank_memories`).
 
-        Candidates come from the in-process index: exact cosine top-C (the
-        user's vectors are all there, which beats a metadata-filtered store
-        query by an order of magnitude), BM25 top-C, entity top-C, the newest
-        C (recency strategy) and the turns of a period the query names. Each
-        candidate's conversation neighbours join them. Every scored turn gets
-        the base components (relevance, keyword, entity, recency or time fit);
-        the graph component then adds the support of linked turns: the best
-        neighbour within ``graph_depth`` NEXT/PREV hops and the best other
-        turn of the same session.
+        Candidates come from the in-process index (exact cosine top-C, BM25,
+        entities, the newest turns, the turns of a period the query names, and
+        their conversation neighbours); see :func:`rank_memories` for the fusion.
         """
-        cfg = self.retrieval_config
-        qtype = classify_query(query, entities)
-        strat = strategy or STRATEGY_FOR[qtype]
-        raw = weights or (cfg.weights if strat is Strategy.HYBRID else _PRESETS[strat])
-        w = {c: float(raw.get(c, 0.0)) for c in _COMPONENTS}
-        if strategy is None and qtype is QueryType.SPECIFIC and strat is Strategy.HYBRID:
-            w["keyword"] += 0.15  # exact anchors: lean on BM25
         now = self._clock()
-        cue = time_cue(query, entities, now) if strat in _TIME_AWARE else TimeCue()
-        has_cue = bool(cue)
-        if has_cue:
-            # The query names a time: the time component measures fit to it, not recency.
-            w["recency"] = max(w["recency"], _TIME_SHARE * (w["relevance"] + w["keyword"]))
-        total_w = sum(w.values()) or 1.0
-        w = {c: w[c] / total_w for c in _COMPONENTS}
-
         st = self._state(user_id)
         self._refresh(st, user_id, qvec)
-        C = max(cfg.candidates, k)
         with st.lock:
             idx = st.index
-            n = len(idx)
-            if n == 0:
-                return _Search((), (), strat, qtype)
-            allowed: np.ndarray | None = None  # positions a result may take (session filter)
-            if session_id is not None:
-                allowed = idx.session_positions(session_id)
+            allowed = idx.session_positions(session_id) if session_id is not None and len(idx) else None
             ex = np.asarray(sorted(idx.pos[i] for i in exclude if i in idx.pos), dtype=np.int64)
-
-            parts: list[np.ndarray] = []
-            dense_rank: dict[int, int] = {}
-            if w["relevance"] > 0 or strat is Strategy.HYBRID:
-                if allowed is None:
-                    dpos, _ = idx.dense_topk(qvec, C)
-                else:
-                    sims = idx.dense(qvec, allowed)
-                    dpos = allowed[_topk(sims, C)]
-                parts.append(dpos)
-                dense_rank = {int(p): r for r, p in enumerate(dpos.tolist())}
-            keyword = np.zeros(n, dtype=np.float32)
-            if w["keyword"] > 0 or strat is Strategy.HYBRID:
-                keyword = idx.bm25(query)
-                if ex.size:
-                    keyword[ex] = 0.0  # excluded turns (the recent window) must not set the scale
-                kmax = float(keyword.max())
-                if kmax > 0:
-                    keyword /= kmax
-                    parts.append(_topk_nonzero(keyword, C))
-            keys = [e.key for e in entities]
-            entity, related = idx.entity_scores(keys)
-            if w["entity"] > 0:
-                parts.append(_topk_nonzero(entity, C))
-            if strat is Strategy.RECENCY:
-                parts.append(_topk(idx.timestamps.astype(np.float64), C))
-            if cue.window is not None:
-                inside = np.flatnonzero((idx.timestamps >= cue.window[0]) & (idx.timestamps < cue.window[1]))
-                if inside.size > C:
-                    inside = inside[_topk(idx.dense(qvec, inside), C)]
-                parts.append(inside)
-            cand = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-            depth = cfg.graph_depth if w["graph"] > 0 else 0
-            if depth and cand.size:
-                cand = idx.expand(cand, depth)  # neighbours are scored too: the answer may be the next turn
-            if allowed is not None and cand.size:
-                cand = cand[np.isin(cand, allowed)]
-            if ex.size and cand.size:
-                cand = cand[~np.isin(cand, ex)]
-            if cand.size == 0:
-                return _Search((), (), strat, qtype)
-
-            relevance = np.clip(idx.dense(qvec, cand), 0.0, 1.0)
-            if has_cue:
-                tfit = np.zeros(cand.size, dtype=np.float32)
-                if cue.window is not None:
-                    ts = idx.timestamps[cand]
-                    tfit = ((ts >= cue.window[0]) & (ts < cue.window[1])).astype(np.float32)
-                if cue.asks_when:
-                    tfit = np.maximum(tfit, idx.has_time[cand].astype(np.float32))
-                time_comp = tfit
-            else:
-                time_comp = idx.recency(now, cfg.half_life_s, cand)
-            comp = {
-                "recency": time_comp,
-                "relevance": relevance,
-                "keyword": keyword[cand],
-                "entity": entity[cand],
-                "graph": np.zeros(cand.size, dtype=np.float32),
-            }
-            base = sum(w[c] * comp[c] for c in _BASE)
-            hops = np.zeros(cand.size, dtype=np.int64)
-            if depth:
-                b_total = sum(w[c] for c in _BASE) or 1.0
-                half = 0.5 * w["graph"]
-                nb, hops = idx.context(cand, base, depth, decay=_HOP_DECAY)
-                nb /= b_total
-                step = base + half * nb
-                sess = idx.session_context(cand, step) / (b_total + half)
-                comp["graph"] = np.minimum(0.5 * (nb + sess), 1.0)
-                # report a hop only where the neighbour carried a real share of the score
-                hops = np.where(half * nb >= 0.25 * (step + half * sess), hops, 0)
-            final = base + w["graph"] * comp["graph"]
-            if strat is Strategy.RELEVANCE:
-                final = np.where(comp["relevance"] >= cfg.relevance_floor, final, -1.0)
-            order = _topk(final, k + 5)
-            order = order[final[order] > 0] if strat is not Strategy.RECENCY else order
-            used = {c: w[c] for c in _COMPONENTS if w[c] > 0}
+            r = rank_memories(idx, query, qvec, entities, strategy=strategy, k=k, now=now,
+                              config=self.retrieval_config, allowed=allowed, exclude=ex, weights=weights)
             items, rejected = [], []
-            for rank, j in enumerate(order.tolist()):
-                p = int(cand[j])
+            has_cue = bool(r.time_cue)
+            for rank, p in enumerate(r.positions.tolist()):
                 rec = idx.records[p]
-                comps = {c: float(comp[c][j]) for c in used}
-                why = self._why(rec, comps, dense_rank.get(p), keys, int(hops[j]), related)
+                comps = {c: float(v[rank]) for c, v in r.components.items()}
+                why = self._why(rec, comps, r.dense_rank.get(p), r.keys, int(r.hops[rank]), r.related)
                 if has_cue and comps.get("recency", 0) > 0:
-                    why += "; time match"
-                item = ScoredItem(id=rec.id, text=rec.text, source="memory", score=float(final[j]),
+                    why += "; time match" if not r.time_cue.asks_error or idx.has_time[p] else "; shows an error"
+                score = float(r.scores[rank])
+                item = ScoredItem(id=rec.id, text=rec.text, source="memory", score=score,
                                   components=comps, tokens=idx.token_count(p, self.token_counter.count),
-                                  tier=tier_of(float(final[j]), self.budget_config), why=why, record=rec)
+                                  tier=tier_of(score, self.budget_config), why=why, record=rec)
                 if rank < k:
                     items.append(item)
                 else:
                     rejected.append(dataclasses.replace(item, why=f"rank {rank + 1} > k={k}; {why}"))
-        return _Search(tuple(items), tuple(rejected), strat, qtype)
+        return _Search(tuple(items), tuple(rejected), r.strategy, r.query_type)
 
     def _refresh(self, st: _UserState, user_id: str, qvec: np.ndarray) -> None:
         """Pick up memories other processes wrote, when the store can say so cheaply.
@@ -778,7 +701,14 @@ class ChatRecall:
         if not shared and probes >= _FRESH_MIN_PROBES and ewma > _FRESH_MS and now - last < self._sync_interval:
             return
         t0 = time.perf_counter()
-        hits = self.store.query(COLLECTION_MEMORIES, qvec, 8, {"user_id": user_id})
+        try:
+            hits = self.store.query(COLLECTION_MEMORIES, qvec, 8, {"user_id": user_id})
+        except StoreError as exc:  # the cached index still answers; retrieve reports it as degraded
+            st.degraded = f"freshness probe failed: {type(exc).__name__}"
+            self.metrics.incr("degraded")
+            self._fresh_at = now
+            return
+        st.degraded = None
         ms = (time.perf_counter() - t0) * 1e3
         self._fresh_ms = ms if probes == 0 else 0.7 * ewma + 0.3 * ms
         self._fresh_n = probes + 1
@@ -875,12 +805,24 @@ class ChatRecall:
     ) -> RetrievalResult:
         """Decide whether and where to search for ``message``, search, and budget.
 
+        The steps, each a method: the gate (:meth:`Gate.decide`), the user's
+        cached state (pins, recent window), one route plan
+        (:meth:`_plan_route`: gate verdict, forced route, correction, known
+        anchors), the memory phase (:meth:`_memory_phase`, two-phase when only
+        memory is planned), the corpus phase (:meth:`_corpus_phase`), the
+        memory fallback when the corpus found nothing strong
+        (:meth:`_fallback_phase`), and assembly into the budget
+        (:meth:`_assemble`).
+
         Args:
-            message: The user's new message (not stored by this call).
+            message: The user's new message. It is not stored by this call:
+                store it with :meth:`add` once it is answered.
             user_id: Whose memories to search; nobody else's are ever read.
             session_id: Current session: enables the recent window and
                 correction follow-up.
-            k: Memories for a full memory search (default ``top_k``).
+            k: Most memories and most passages returned (default ``top_k``;
+                a memory-only turn first looks at ``phase1_top_k`` unless
+                ``k`` is given).
             strategy: Force a memory strategy (default: query classifier).
             route: Force a route instead of the gate's.
             budget_tokens: Override the token budget for this call.
@@ -888,10 +830,11 @@ class ChatRecall:
                 the caller already sends its own message history).
 
         Backend failures never raise here: the result reports a degraded
-        route in ``notes`` and carries whatever could be retrieved. Once the
-        store was found unreachable, the steps that can only ask the store
-        (corpus search, loading an uncached user) are skipped, so a dead or
-        frozen store costs at most about two store timeouts per call.
+        route in ``notes`` and carries whatever could be retrieved; a user
+        whose index is cached is still served from memory while the store is
+        down. Once the store was found unreachable, the steps that can only
+        ask the store (corpus search, loading an uncached user) are skipped,
+        so a dead or frozen store costs at most about two store timeouts.
         """
         t_start = time.perf_counter()
         check_text("message", message, self.limits)
@@ -899,164 +842,251 @@ class ChatRecall:
         if session_id is not None:
             check_id("session_id", session_id, self.limits)
         strat = check_strategy(strategy)
+        explicit_k = k is not None
         k = self._check_k(k)
         if route is not None:
             try:
                 route = Route(route)
             except ValueError:
                 raise InvalidInputError(f"route={route!r} is unknown; use none, memory, corpus or both") from None
-        if budget_tokens is not None and (not isinstance(budget_tokens, int) or budget_tokens < 0):
+        if budget_tokens is not None and (isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int)
+                                          or budget_tokens < 0):
             raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
-        cfg = self.retrieval_config
-        timings: dict[str, float] = {}
-        notes: list[str] = []
+        run = _Run(message=message, user_id=user_id, session_id=session_id, k=k, explicit_k=explicit_k,
+                   strategy=strat, t_start=t_start)
+        return self._retrieve(run, route, budget_tokens, include_recent)
 
+    def _retrieve(self, run: _Run, forced: Route | None, budget_tokens: int | None,
+                  include_recent: bool) -> RetrievalResult:
         t = time.perf_counter()
-        gate = self.gate.decide(message)
-        timings["gate"] = (time.perf_counter() - t) * 1e3
-        taken = route or gate.route
+        gate = self.gate.decide(run.message)
+        run.timings["gate"] = (time.perf_counter() - t) * 1e3
+        self._state_step(run, include_recent)
+        plan = self._plan_route(run, gate, forced)
+        if plan.route is Route.NONE:
+            self.metrics.incr("searches_skipped.route_none")
+        else:
+            t = time.perf_counter()
+            run.entities = run.entities or self.extractor.extract(run.message)
+            run.qvec = self.embedder.embed_query(run.message)
+            run.timings["embed"] = (time.perf_counter() - t) * 1e3
+            if plan.route.wants_memory:
+                self._memory_phase(run, plan, gate)
+            if plan.route.wants_corpus or run.phase1:
+                self._corpus_phase(run)
+            if plan.fallback and not run.store_down and not self._strong_corpus(run.corpus_items):
+                self._fallback_phase(run, gate)
+            self._settle_phase1(run)
+        return self._assemble(run, gate, plan, budget_tokens)
 
-        st: _UserState | None = None
-        store_down = False  # set once the store was unreachable: later steps skip it
-        pins: list[Pin] = []
-        recent: tuple[ScoredItem, ...] = ()
-        entities: list[Entity] = []
+    # ---------------------------------------------------------------- retrieve steps
+    def _state_step(self, run: _Run, include_recent: bool) -> None:
+        """Load the user's cached state: pins and the recent window (no search)."""
         t = time.perf_counter()
         try:
-            st = self._state(user_id)
-            with st.lock:
-                pins = [p for p in self._load_pins(user_id, st) if p.session_id in (None, session_id)]
-            if session_id is not None:
-                pending = session_id in st.correction_pending
-                st.correction_pending.discard(session_id)
-                if gate.correction:
-                    st.correction_pending.add(session_id)
-                if (pending or gate.correction) and not taken.wants_memory and route is None:
-                    taken = Route.BOTH if taken is Route.CORPUS else Route.MEMORY
-                    notes.append("correction: memory pass forced" + (" (follow-up turn)" if pending else ""))
-                if include_recent:
-                    recent = self._recent(st, session_id)
+            run.st = self._state(run.user_id)
         except StoreError as exc:
-            notes.append(f"degraded: store unavailable for pins/recent ({type(exc).__name__})")
+            run.notes.append(f"degraded: store unavailable for the user's index ({type(exc).__name__})")
             self.metrics.incr("degraded")
-            store_down = isinstance(exc, StoreUnavailableError)
-            if st is not None and st.pins is not None:
-                pins = [p for p in st.pins if p.session_id in (None, session_id)]
-        if gate.correction and route is None and not taken.wants_memory:
-            taken = Route.MEMORY
-            notes.append("correction: memory pass forced")
-        timings["state"] = (time.perf_counter() - t) * 1e3
+            run.store_down = isinstance(exc, StoreUnavailableError)
+        st = run.st
+        if st is not None:
+            try:
+                with st.lock:
+                    run.pins = [p for p in self._load_pins(run.user_id, st) if p.session_id in (None, run.session_id)]
+            except StoreError as exc:
+                run.notes.append(f"degraded: store unavailable for pins ({type(exc).__name__}); cached pins used")
+                self.metrics.incr("degraded")
+                run.store_down = run.store_down or isinstance(exc, StoreUnavailableError)
+                run.pins = [p for p in (st.pins or []) if p.session_id in (None, run.session_id)]
+            if run.session_id is not None and include_recent:
+                run.recent = self._recent(st, run.session_id)
+        run.timings["state"] = (time.perf_counter() - t) * 1e3
 
-        if taken is Route.CORPUS and route is None and st is not None:
-            # A knowledge question about something the user's memories name
-            # ("why did parse_notes() fail?") needs both sources: a dict lookup, no search.
-            entities = self.extractor.extract(message)
+    def _plan_route(self, run: _Run, gate: GateDecision, forced: Route | None) -> _Plan:
+        """Decide the route once: every routing rule lives here.
+
+        1. A route the caller forces is taken as is.
+        2. A correction ("no, I meant...") searches memory on its own turn, and
+           on the next turn of the session only when that turn continues it
+           (the gate found a memory signal in it, even a weak one).
+        3. A corpus question naming an anchor the user's memories hold
+           ("why did parse_notes() fail?") searches memory too.
+        4. A corpus-only route falls back to memory when the corpus finds
+           nothing strong (:meth:`_fallback_phase`), so a personal question the
+           gate misses is still answered from memory.
+        """
+        route = gate.route
+        st, sid = run.st, run.session_id
+        pending = False
+        if st is not None and sid is not None:
+            pending = sid in st.correction_pending
+            st.correction_pending.discard(sid)
+            if gate.correction:
+                st.correction_pending.add(sid)
+        if forced is not None:
+            return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False)
+        continues = any(r.weight > 0 and r.category in _CONTINUING for r in gate.reasons)
+        if gate.correction or (pending and continues):
+            if not route.wants_memory:
+                route = Route.BOTH if route is Route.CORPUS else Route.MEMORY
+            run.notes.append("correction: memory pass forced" + (" (follow-up turn)" if not gate.correction else ""))
+        elif pending:
+            run.notes.append("correction pending, but this turn does not continue it: no memory pass forced")
+        if route is Route.CORPUS and st is not None:
+            run.entities = self.extractor.extract(run.message)
             with st.lock:
-                hits = st.index.known(e.key for e in entities if e.kind in _ANCHOR_KINDS)
+                hits = st.index.known(e.key for e in run.entities if e.kind in _ANCHOR_KINDS)
             if hits:
-                taken = Route.BOTH
-                notes.append(f"query names {hits[0]!r} from memory: searching memory too")
-        memory_items: list[ScoredItem] = []
-        phase1: list[ScoredItem] = []  # phase-1 memories judged not useful
-        corpus_items: list[ScoredItem] = []
-        rejected: list[ScoredItem] = []
-        search: _Search | None = None
-        if taken is not Route.NONE:
-            t = time.perf_counter()
-            entities = entities or self.extractor.extract(message)
-            qvec = self.embedder.embed_query(message)
-            timings["embed"] = (time.perf_counter() - t) * 1e3
-            exclude = frozenset(r.id for r in recent)
-            want_corpus = taken.wants_corpus
-            if taken.wants_memory and store_down and st is None:
-                # The user's index could not be loaded and the store is unreachable:
-                # searching would only wait on it again.
-                notes.append("degraded: memory search skipped (store unavailable)")
-                want_corpus = True
-            elif taken.wants_memory:
-                two_phase = taken is Route.MEMORY
-                top = cfg.phase1_top_k if two_phase else k
-                t = time.perf_counter()
-                fut = self._pool.submit(self._search_memory, message, qvec, entities, user_id,
-                                        strategy=strat, k=top, exclude=exclude)
+                route = Route.BOTH
+                run.notes.append(f"query names {hits[0]!r} from memory: searching memory too")
+        return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS)
+
+    def _memory_phase(self, run: _Run, plan: _Plan, gate: GateDecision) -> None:
+        """Search memory; on a memory-only plan, a small lookup under the phase-1 budget first.
+
+        A phase-1 hit that fails the usefulness check is set aside
+        (``run.phase1``): the corpus is tried, and the memories are kept only if
+        the corpus has nothing.
+        """
+        cfg = self.retrieval_config
+        if run.store_down and run.st is None:
+            run.notes.append("degraded: memory search skipped (store unavailable)")
+            return
+        top = (run.k if run.explicit_k else min(cfg.phase1_top_k, run.k)) if plan.two_phase else run.k
+        items = self._run_memory_search(run, top, timeout_ms=cfg.phase1_timeout_ms if plan.two_phase else None)
+        if not plan.two_phase:
+            run.memory_items = items
+            return
+        useful = self._useful(items, run.entities, gate, run.message)
+        if useful:
+            run.notes.append(f"memory useful ({useful}): corpus skipped")
+            self.metrics.incr("searches_skipped.memory_useful")
+            run.memory_items = items
+        else:
+            run.phase1 = items
+
+    def _run_memory_search(self, run: _Run, k: int, *, timeout_ms: float | None) -> list[ScoredItem]:
+        """One memory search (on the phase-1 pool when it has a time budget); never raises."""
+        exclude = frozenset(r.id for r in run.recent)
+        assert run.qvec is not None
+        t = time.perf_counter()
+        items: list[ScoredItem] = []
+        try:
+            if timeout_ms is None:
+                search = self._search_memory(run.message, run.qvec, run.entities, run.user_id,
+                                             strategy=run.strategy, k=k, exclude=exclude)
+            else:
+                fut = self._pool.submit(self._search_memory, run.message, run.qvec, run.entities, run.user_id,
+                                        strategy=run.strategy, k=k, exclude=exclude)
                 try:
-                    search = fut.result(timeout=cfg.phase1_timeout_ms / 1e3 if two_phase else None)
-                    memory_items = list(search.items)
-                    rejected.extend(search.rejected)
-                    self.metrics.incr("searches_run.memory")
+                    search = fut.result(timeout=timeout_ms / 1e3)
                 except cf.TimeoutError:
-                    notes.append(f"degraded: memory lookup skipped: over its {cfg.phase1_timeout_ms:.0f} ms budget")
+                    run.notes.append(f"degraded: memory lookup skipped: over its {timeout_ms:.0f} ms budget")
                     self.metrics.incr("phase1_timeouts")
                     fut.cancel()
-                except StoreError as exc:
-                    notes.append(f"degraded: memory store unavailable ({exc})")
-                    self.metrics.incr("degraded")
-                    store_down = isinstance(exc, StoreUnavailableError)
-                timings["memory"] = (time.perf_counter() - t) * 1e3
-                if two_phase:
-                    useful = self._useful(memory_items, entities, gate, message)
-                    if useful:
-                        notes.append(f"memory useful ({useful}): corpus skipped")
-                        self.metrics.incr("searches_skipped.memory_useful")
-                    else:
-                        phase1 = memory_items
-                        memory_items = []
-                        want_corpus = True
-            if want_corpus and store_down:
-                notes.append("degraded: corpus search skipped (store unavailable)")
-            elif want_corpus:
-                t = time.perf_counter()
-                try:
-                    if self._corpus_count is None:
-                        self._corpus_count = self.store.count(COLLECTION_CORPUS)
-                    if self._corpus_count == 0:
-                        notes.append("no corpus documents: corpus search skipped")
-                        self.metrics.incr("searches_skipped.no_corpus")
-                    else:
-                        corpus_items = self._search_corpus(qvec, entities, user_id, k)
-                        self.metrics.incr("searches_run.corpus")
-                except StoreError as exc:
-                    notes.append(f"degraded: corpus store unavailable ({exc})")
-                    self.metrics.incr("degraded")
-                timings["corpus"] = (time.perf_counter() - t) * 1e3
-            if phase1:
-                if corpus_items:
-                    notes.append("memory not useful: dropped for the corpus")
-                    rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in phase1)
-                else:  # nothing better to offer: a weak memory beats no context
-                    notes.append("memory not clearly useful, but the corpus had nothing: kept")
-                    memory_items = phase1
-        else:
-            self.metrics.incr("searches_skipped.route_none")
+                    return []
+            items = list(search.items)
+            run.rejected.extend(search.rejected)
+            run.search = search
+            self.metrics.incr("searches_run.memory")
+        except StoreError as exc:
+            run.notes.append(f"degraded: memory store unavailable ({exc})")
+            self.metrics.incr("degraded")
+            run.store_down = isinstance(exc, StoreUnavailableError)
+        finally:
+            run.timings["memory"] = run.timings.get("memory", 0.0) + (time.perf_counter() - t) * 1e3
+        st = run.st
+        if st is not None and st.degraded:
+            run.notes.append(f"degraded: served from the cached index ({st.degraded})")
+        return items
 
+    def _corpus_phase(self, run: _Run) -> None:
+        """Search the corpus (shared documents and the user's own); never raises."""
+        if run.store_down:
+            run.notes.append("degraded: corpus search skipped (store unavailable)")
+            return
+        assert run.qvec is not None
+        t = time.perf_counter()
+        try:
+            if self._corpus_count is None:
+                self._corpus_count = self.store.count(COLLECTION_CORPUS)
+            if self._corpus_count == 0:
+                run.notes.append("no corpus documents: corpus search skipped")
+                self.metrics.incr("searches_skipped.no_corpus")
+            else:
+                run.corpus_items = self._search_corpus(run.qvec, run.entities, run.user_id, run.k)
+                self.metrics.incr("searches_run.corpus")
+        except StoreError as exc:
+            run.notes.append(f"degraded: corpus store unavailable ({exc})")
+            self.metrics.incr("degraded")
+            run.store_down = isinstance(exc, StoreUnavailableError)
+        run.timings["corpus"] = (time.perf_counter() - t) * 1e3
+
+    def _strong_corpus(self, items: Sequence[ScoredItem]) -> bool:
+        return any(i.score >= self.retrieval_config.useful_score for i in items)
+
+    def _fallback_phase(self, run: _Run, gate: GateDecision) -> None:
+        """The corpus found nothing strong for a corpus-only plan: look in memory before giving up.
+
+        Memories are kept only when they pass the usefulness check: a general
+        question with no documents to answer it gets no unrelated memories.
+        """
+        self.metrics.incr("fallbacks.memory")
+        items = self._run_memory_search(run, run.k, timeout_ms=None)
+        useful = self._useful(items, run.entities, gate, run.message)
+        if useful:
+            run.notes.append(f"corpus found nothing strong; memory useful ({useful}): memory used")
+            run.memory_items = items
+        else:
+            run.rejected.extend(dataclasses.replace(i, why="fallback: not useful") for i in items)
+
+    def _settle_phase1(self, run: _Run) -> None:
+        """Keep the set-aside phase-1 memories only when the corpus had nothing."""
+        if not run.phase1:
+            return
+        if run.corpus_items:
+            run.notes.append("memory not useful: dropped for the corpus")
+            run.rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in run.phase1)
+        else:
+            run.notes.append("memory not clearly useful, but the corpus had nothing: kept")
+            run.memory_items = run.phase1
+        run.phase1 = []
+
+    def _assemble(self, run: _Run, gate: GateDecision, plan: _Plan, budget_tokens: int | None) -> RetrievalResult:
+        """Fit pins, the recent window and the found items into the budget; record metrics."""
+        cfg = self.retrieval_config
         t = time.perf_counter()
         budget = budget_tokens if budget_tokens is not None else budget_for(
-            message, entities, taken, self.budget_config)
-        fixed = sum(p.tokens for p in pins) + sum(r.tokens for r in recent)
-        weak = [i for i in (*memory_items, *corpus_items) if i.score < cfg.min_score]
-        rejected.extend(dataclasses.replace(i, why=f"score {i.score:.2f} < min_score {cfg.min_score}") for i in weak)
-        strong = [i for i in (*memory_items, *corpus_items) if i.score >= cfg.min_score]
+            run.message, run.entities, plan.route, self.budget_config)
+        fixed = sum(p.tokens for p in run.pins) + sum(r.tokens for r in run.recent)
+        found = [*run.memory_items[:run.k], *run.corpus_items[:run.k]]
+        weak = [i for i in found if i.score < cfg.min_score]
+        run.rejected.extend(dataclasses.replace(i, why=f"score {i.score:.2f} < min_score {cfg.min_score}")
+                            for i in weak)
+        strong = [i for i in found if i.score >= cfg.min_score]
         sel = select_items(strong, budget=max(budget - fixed, 0),
                            config=self.budget_config, diversity_threshold=cfg.diversity_threshold)
-        rejected.extend(sel.rejected)
+        run.rejected.extend(sel.rejected)
         used = fixed + sel.tokens
-        context = format_context(pins, recent, sel.selected)
-        timings["select"] = (time.perf_counter() - t) * 1e3
-        timings["total"] = (time.perf_counter() - t_start) * 1e3
+        context = format_context(run.pins, run.recent, sel.selected)
+        run.timings["select"] = (time.perf_counter() - t) * 1e3
+        run.timings["total"] = (time.perf_counter() - run.t_start) * 1e3
 
-        final_route = self._route_taken(sel.selected, taken)
+        final_route = self._route_taken(sel.selected, plan.route)
         m = self.metrics
         m.incr(f"routes.gate.{gate.route.value}")
         m.incr(f"routes.taken.{final_route.value}")
         m.observe("tokens_injected", used)
-        for phase, ms in timings.items():
+        for phase, ms in run.timings.items():
             m.observe(f"latency_ms.{phase}", ms)
-        m.turn(f"{user_id}/{session_id or '-'}", tokens=used, searches=int(taken is not Route.NONE))
+        m.turn(f"{run.user_id}/{run.session_id or '-'}", tokens=used, searches=int(plan.route is not Route.NONE))
+        search = run.search
         return RetrievalResult(
-            message=message, gate=gate, route=final_route,
+            message=run.message, gate=gate, route=final_route,
             strategy=search.strategy if search else None, query_type=search.query_type if search else None,
-            items=sel.selected, recent=recent, pins=tuple(pins), rejected=tuple(rejected),
-            tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=timings, notes=tuple(notes),
+            items=sel.selected, recent=run.recent, pins=tuple(run.pins), rejected=tuple(run.rejected),
+            tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=run.timings, notes=tuple(run.notes),
             context=context,
         )
 
@@ -1073,6 +1103,125 @@ class ChatRecall:
         if mem:
             return Route.MEMORY
         return planned
+
+    # ================================================================ memories by id
+    def upsert(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        user_id: str,
+        session_id: str,
+        role: str = "user",
+        timestamp: float | Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Record:
+        """Store or replace one memory under a caller-chosen id (for key-value adapters).
+
+        Unlike :meth:`add`, whose ids derive from the text, the id is the
+        caller's: storing a new text under the same id replaces the old one,
+        in the store and in the index.
+
+        Example:
+            >>> from chatrecall.testing import fake_engine
+            >>> cr = fake_engine()
+            >>> cr.upsert("prefs-1", "Prefers dark mode", user_id="u1", session_id="prefs").id
+            'prefs-1'
+
+        Raises:
+            InvalidInputError: A value is invalid, or ``memory_id`` is already
+                taken by another user's memory (choose another id).
+            StoreError: The store failed; the index is unchanged.
+        """
+        check_id("memory_id", memory_id, self.limits)
+        turn = self._make_turn(Turn(text=text, user_id=user_id, session_id=session_id, role=role,
+                                    timestamp=timestamp, metadata=metadata))  # type: ignore[arg-type]
+        st = self._state(user_id)
+        with st.lock:
+            old = self.store.get(COLLECTION_MEMORIES, ids=[memory_id]).records
+            if old and old[0].user_id != user_id:
+                raise InvalidInputError(
+                    f"memory_id={memory_id!r} is taken by another user's memory: choose another id"
+                )
+            if old and old[0].session_id == turn.session_id:
+                seq = old[0].seq
+            else:
+                seq = len(st.index.session_positions(turn.session_id))
+            keys = tuple(dict.fromkeys(e.key for e in self.extractor.extract(turn.text)))
+            rec = Record(id=memory_id, text=turn.text, user_id=user_id, session_id=turn.session_id, role=turn.role,
+                         timestamp=turn.timestamp if turn.timestamp is not None else self._clock(), seq=seq,
+                         entities=keys, metadata=turn.metadata)
+            emb = self.embedder.embed_documents([rec.text])
+            self.store.upsert(COLLECTION_MEMORIES, [rec], emb)
+            if memory_id in st.index:
+                st.index.remove([memory_id])
+            st.index.add([rec], emb)
+        self.metrics.incr("memories_stored")
+        return rec
+
+    def get_memories(
+        self, user_id: str, *, ids: Sequence[str] | None = None, session_id: str | None = None
+    ) -> list[Record]:
+        """A user's stored memories by id and/or session, oldest first (read from the store).
+
+        Ids of other users' memories are simply not returned.
+
+        Raises:
+            InvalidInputError: ``user_id``, ``session_id`` or an id is invalid.
+        """
+        check_id("user_id", user_id, self.limits)
+        where: dict[str, Any] = {"user_id": user_id}
+        if session_id is not None:
+            where["session_id"] = check_id("session_id", session_id, self.limits)
+        if ids is not None:
+            if isinstance(ids, str) or not isinstance(ids, Sequence):
+                raise InvalidInputError(f"ids must be a list of ids, got {type(ids).__name__}: {ids!r:.60}")
+            ids = [check_id(f"ids[{n}]", i, self.limits) for n, i in enumerate(ids)]
+            if not ids:
+                return []
+        batch = self.store.get(COLLECTION_MEMORIES, ids=ids, where=where)
+        return sorted(batch.records, key=lambda r: (r.timestamp, r.seq, r.id))
+
+    def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete some of a user's memories by id; returns how many were deleted.
+
+        Ids of other users' memories are never deleted (they count as not found).
+
+        Raises:
+            InvalidInputError: ``user_id`` or an id is invalid.
+            StoreError: The store failed.
+        """
+        check_id("user_id", user_id, self.limits)
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidInputError(f"ids must be a list of ids, got {type(ids).__name__}: {ids!r:.60}")
+        ids = [check_id(f"ids[{n}]", i, self.limits) for n, i in enumerate(ids)]
+        if not ids:
+            return 0
+        st = self._state(user_id)
+        with st.lock:
+            n = self.store.delete(COLLECTION_MEMORIES, ids=ids, where={"user_id": user_id})
+            st.index.remove(ids)
+        self.metrics.incr("memories_deleted", n)
+        return n
+
+    def list_sessions(self, user_id: str | None = None, *, role: str | None = None) -> list[tuple[str, str]]:
+        """Distinct ``(user_id, session_id)`` pairs that have stored memories, sorted.
+
+        Args:
+            user_id: Only this user's sessions (default: every user's; an
+                operator's view, never hand it to one user).
+            role: Only sessions holding memories of this role.
+
+        Raises:
+            InvalidInputError: ``user_id`` or ``role`` is invalid.
+        """
+        where: dict[str, Any] = {}
+        if user_id is not None:
+            where["user_id"] = check_id("user_id", user_id, self.limits)
+        if role is not None:
+            where["role"] = check_id("role", role, self.limits)
+        batch = self.store.get(COLLECTION_MEMORIES, where=where or None)
+        return sorted({(r.user_id, r.session_id) for r in batch.records})
 
     def stats(self) -> dict[str, Any]:
         """Metrics as a plain dict (counters, latency p50/p95, per conversation and day)."""

@@ -1,0 +1,161 @@
+"""The failures a new user met (issue "Recall that holds..."), on the real model and embedded Chroma.
+
+Each test is a turn of a realistic chat: personal questions without a recall
+verb, a store without corpus documents, a correction and the unrelated turn
+after it, a store that goes away while the user's index is cached.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chatrecall import ChatRecall, Route, StoreUnavailableError, Turn
+
+pytest.importorskip("chromadb")
+pytest.importorskip("sentence_transformers")
+
+from chatrecall.adapters.chroma import ChromaStore  # noqa: E402
+
+pytestmark = pytest.mark.model
+
+T0 = 1_735_725_600.0
+CHAT = [
+    ("mon", "user", "We finally adopted a cat! Her name is Miso, she's a grey tabby."),
+    ("mon", "assistant", "Congratulations! Miso is a lovely name for a grey tabby."),
+    ("mon", "user", "We booked the Hotel Arcadia in Lisbon for the conference in May."),
+    ("mon", "assistant", "Hotel Arcadia is close to the conference venue, good choice."),
+    ("tue", "user", "Need to pick a database for the billing service."),
+    ("tue", "assistant", "For billing, use Postgres: transactions, constraints and mature tooling."),
+    ("tue", "user", "The deploy to staging failed with ERR_CONN_RESET from the payments API."),
+    ("tue", "assistant", "ERR_CONN_RESET usually means the payments API closed the connection; check its timeout."),
+    ("tue", "user", "Done, the error is gone. Staging is back up."),
+    ("tue", "assistant", "Great, glad staging is healthy again."),
+    ("wed", "user", "Our standup moved to 9:30 every weekday."),
+    ("wed", "user", "lol that meme was great"),
+]
+
+
+def _chat(cr: ChatRecall, user: str = "u1") -> None:
+    cr.add_many([Turn(text=t, user_id=user, session_id=s, role=r, timestamp=T0 + i * 600)
+                 for i, (s, r, t) in enumerate(CHAT)])
+
+
+@pytest.fixture
+def cr(tmp_path: Path, st_embedder: Any) -> ChatRecall:
+    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    _chat(engine)
+    yield engine
+    engine.close()
+
+
+def _texts(res: Any) -> list[str]:
+    return [i.text for i in res.items]
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("what's my cat called?", "Miso"),
+    ("which hotel did we book?", "Hotel Arcadia"),
+    ("what error did my deploy fail with?", "ERR_CONN_RESET"),
+    ("what time is our standup?", "9:30"),
+])
+def test_plain_personal_questions_reach_memory(cr: ChatRecall, question: str, answer: str) -> None:
+    res = cr.retrieve(question, user_id="u1", session_id="new")
+    assert res.route.wants_memory, res.explain()
+    assert any(answer in t for t in _texts(res)), res.explain()
+
+
+def test_no_corpus_documents_still_answers_from_memory(cr: ChatRecall) -> None:
+    res = cr.retrieve("what was the error on staging?", user_id="u1", session_id="new")
+    assert res.items, res.explain()
+    assert any("ERR_CONN_RESET" in t for t in _texts(res)), res.explain()
+
+
+def test_corpus_question_that_finds_nothing_strong_falls_back_to_memory(cr: ChatRecall) -> None:
+    cr.add_documents([{"title": "Cooking", "text": "Braise the leeks slowly in butter and white wine."}])
+    # a question the gate may send to the corpus: the corpus has nothing on it, memory does
+    res = cr.retrieve("Hotel Arcadia, which city is it in?", user_id="u1", session_id="new")
+    assert any("Lisbon" in t for t in _texts(res)), res.explain()
+
+
+def test_general_knowledge_goes_to_the_corpus_not_memory(cr: ChatRecall) -> None:
+    cr.add_documents([{"title": "Flu", "text": "Flu symptoms: fever, cough, sore throat, muscle aches and fatigue."}])
+    for q in ("What are the symptoms of the flu?", "How do I remember names better?"):
+        res = cr.retrieve(q, user_id="u1", session_id="new")
+        assert not res.gate.route.wants_memory, res.explain()
+    res = cr.retrieve("What are the symptoms of the flu?", user_id="u1", session_id="new")
+    assert res.items and res.items[0].source == "corpus"
+
+
+def test_the_answer_beats_the_users_own_question(cr: ChatRecall) -> None:
+    res = cr.search("which database did we pick for billing?", user_id="u1", k=3)
+    texts = [i.text for i in res]
+    assert "Postgres" in texts[0], texts
+
+
+def test_error_recall_puts_the_error_turn_first(cr: ChatRecall) -> None:
+    res = cr.retrieve("what was that error again?", user_id="u1", session_id="new")
+    assert res.route.wants_memory
+    assert "ERR_CONN_RESET" in res.items[0].text, res.explain()
+
+
+def test_correction_forces_memory_only_while_the_chat_continues_it(cr: ChatRecall) -> None:
+    first = cr.retrieve("no, I meant the staging deploy", user_id="u1", session_id="s9")
+    assert first.route.wants_memory and any("forced" in n or "correction" in n for n in first.notes) \
+        or first.gate.route.wants_memory
+    unrelated = cr.retrieve("How do I roll back a deploy?", user_id="u1", session_id="s9")
+    assert not any(n.startswith("correction: memory pass forced") for n in unrelated.notes), unrelated.notes
+    assert not unrelated.gate.route.wants_memory
+    assert not unrelated.memories, unrelated.explain()  # no unrelated memories injected
+    # a continuing turn after a correction does get the memory pass
+    cr.retrieve("no, I meant the staging deploy", user_id="u1", session_id="s10")
+    cont = cr.retrieve("and what did that error say?", user_id="u1", session_id="s10")
+    assert cont.route.wants_memory
+
+
+@pytest.mark.parametrize("route", ["memory", "corpus", "both"])
+def test_k_is_honoured_on_every_route(cr: ChatRecall, route: str) -> None:
+    cr.add_documents([f"Deploy note {i}: staging deploys use blue-green switching, step {i}." for i in range(8)])
+    res = cr.retrieve("how do staging deploys work?", user_id="u1", route=route, k=2)
+    assert len([i for i in res.items if i.source == "memory"]) <= 2
+    assert len([i for i in res.items if i.source == "corpus"]) <= 2
+    res = cr.retrieve("what was the error on staging?", user_id="u1", k=5, route="memory")
+    assert len(res.items) <= 5
+
+
+class _DownStore:
+    """Wraps a store; every call raises StoreUnavailableError once ``down`` is set."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.down = False
+        self.shared = True  # probe on every query, like a Chroma server
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                raise StoreUnavailableError("store down (test)")
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def test_store_down_cached_index_still_serves_memory(tmp_path: Path, st_embedder: Any) -> None:
+    store = _DownStore(ChromaStore(path=tmp_path / "chroma"))
+    cr = ChatRecall(store=store, embedder=st_embedder, sync_interval_s=0.001)  # type: ignore[arg-type]
+    try:
+        _chat(cr)
+        assert cr.retrieve("what's my cat called?", user_id="u1").items
+        store.down = True
+        res = cr.retrieve("what's my cat called?", user_id="u1", session_id="new")
+        assert res.degraded, res.notes
+        assert any("Miso" in t for t in _texts(res)), res.explain()
+        assert res.route is Route.MEMORY
+    finally:
+        cr.close()
