@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+from difflib import get_close_matches
 from typing import TYPE_CHECKING, Any
+
+from .core._errors import ConfigError, StoreError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from .core import ChatRecall
+
+
+def _engine_params() -> list[str]:
+    from .core import ChatRecall
+
+    return [n for n in inspect.signature(ChatRecall.__init__).parameters if n not in ("self", "store", "embedder")]
 
 
 def connect(
@@ -15,25 +25,78 @@ def connect(
     url: str | None = None,
     model: Any = None,
     namespace: str = "chatrecall",
+    timeout_s: float = 5.0,
+    lazy: bool = False,
     **engine_kwargs: Any,
 ) -> ChatRecall:
     """A ChatRecall over Chroma with the bundled all-MiniLM-L6-v2, fully offline.
 
+    Every argument is checked here: a bad value raises :class:`ConfigError`
+    naming it, and a server that does not answer raises
+    :class:`StoreUnavailableError` naming its URL, instead of failing (or
+    silently returning nothing) on a later call. The embedding model is loaded
+    on the first embedding, so opening a store only to count or list is fast.
+
     Args:
-        path: Directory of an embedded Chroma (default: ``$CHATRECALL_HOME`` or
-            ``~/.local/share/chatrecall/chroma``).
+        path: Directory of an embedded Chroma (default: ``$CHATRECALL_HOME/chroma``
+            or ``~/.local/share/chatrecall/chroma``).
         url: A Chroma server (``http://host:8000``) instead of the embedded one,
             for several app processes sharing one memory.
         model: A sentence-transformers model path or instance (default: bundled MiniLM).
         namespace: Prefix of the Chroma collections, to keep apps apart.
-        **engine_kwargs: Passed to :class:`ChatRecall` (configs, token counter, ...).
+        timeout_s: Deadline of each request to a Chroma server.
+        lazy: With ``url``, do not check that the server answers now (it may
+            come up later; until then reads are empty and degraded, writes raise).
+        **engine_kwargs: Passed to :class:`ChatRecall`: ``token_counter``,
+            ``retrieval``, ``budget``, ``pins``, ``gate``, ``limits`` (config
+            objects or dicts of their fields), ``entity_extractor``,
+            ``max_cached_users``, ``sync_interval_s``, ``clock``.
+
+    Raises:
+        ConfigError: A bad argument (the message names it and how to fix it).
+        StoreUnavailableError: ``url`` does not answer (unless ``lazy=True``).
 
     Example:
-        >>> cr = connect(path="/tmp/chatrecall-demo")  # doctest: +SKIP
+        >>> cr = connect(path="/tmp/chatrecall-demo", retrieval={"top_k": 5})  # doctest: +SKIP
     """
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"path={path!r} is invalid: pass a directory path (str or pathlib.Path)")
+    if url is not None and not isinstance(url, str):
+        raise ConfigError(f"url={url!r} is invalid: pass a Chroma server URL such as 'http://localhost:8000'")
+    if path is not None and url is not None:
+        raise ConfigError(
+            f"path={str(path)!r} and url={url!r} were both given: pass path= for an embedded store "
+            "or url= for a Chroma server, not both"
+        )
+    if not isinstance(lazy, bool):
+        raise ConfigError(f"lazy={lazy!r} is invalid: must be True or False")
+    known = _engine_params()
+    for name in engine_kwargs:
+        if name not in known:
+            hint = get_close_matches(name, [*known, "path", "url", "model", "namespace", "timeout_s", "lazy"], n=1)
+            also = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise ConfigError(
+                f"{name}={engine_kwargs[name]!r} is not an argument of chatrecall.connect(){also}; "
+                f"it accepts path, url, model, namespace, timeout_s, lazy, {', '.join(known)}"
+            )
+
     from .adapters.chroma import ChromaStore
     from .adapters.sentence_transformers import SentenceTransformerEmbedder
     from .core import ChatRecall
 
-    store = ChromaStore(path=path, url=url, namespace=namespace)
-    return ChatRecall(store=store, embedder=SentenceTransformerEmbedder(model), **engine_kwargs)
+    embedder = SentenceTransformerEmbedder(model)  # cheap: the model loads on the first embedding
+    store = ChromaStore(path=path, url=url, namespace=namespace, timeout_s=timeout_s)
+    try:
+        engine = ChatRecall(store=store, embedder=embedder, **engine_kwargs)
+        if url is not None and not lazy:
+            try:
+                store.ping()
+            except StoreError as exc:
+                raise StoreUnavailableError(
+                    f"no Chroma server answers at {url!r} ({exc}). Start one (chroma run --path DIR --port 8000), "
+                    "fix the URL, or pass lazy=True to connect now and retry later"
+                ) from None
+    except BaseException:
+        store.close()
+        raise
+    return engine

@@ -7,6 +7,8 @@ checkout in ``../shared/`` (never copied into the repository):
 * :mod:`._longmemeval`: LongMemEval-S turn and session retrieval.
 * :mod:`._gating`: the retrieval gate on TREC CAsT / iKAT labels.
 * :mod:`._speed`: gate time, retrieve latency at 1K-100K memories, ingest, memory.
+* :mod:`._replay`: conversations replayed turn by turn through ``retrieve``:
+  evidence recall and tokens injected per turn against last-N + top-k.
 
 ``chatrecall bench <name> ... --out F`` writes ``F`` (JSON) and ``F`` with
 ``.md`` (markdown tables) and prints the tables.
@@ -30,7 +32,21 @@ def _embedder(name: str | None) -> Any:
         from chatrecall.core import HashEmbedder
 
         return HashEmbedder()
+    from . import _common
+
+    # the bundled MiniLM on a chosen backend (minilm = auto: onnx-int8 when installed, else torch)
+    _common.EMBED_BACKEND = {"torch": "torch", "onnx": "onnx", "onnx-int8": "onnx-int8"}.get(str(name), "auto")
     return None
+
+
+def _speed_extra(args: argparse.Namespace) -> dict[str, Any]:
+    """Options of ``bench speed`` beyond the original four (absent in older parsers)."""
+    out: dict[str, Any] = {}
+    for name in ("server", "threads", "cold_start", "embedder_backends"):
+        val = getattr(args, name, None)
+        if val is not None:
+            out[name] = val
+    return out
 
 
 def _run_gating(args: argparse.Namespace) -> dict[str, Any]:
@@ -68,12 +84,18 @@ def run_bench(args: argparse.Namespace, console: Any) -> int:
 
         res = run_longmemeval(args.data, limit=args.limit, systems=args.systems, store=args.store, embedder=emb,
                               console=console)
+    elif name == "replay":
+        from ._replay import run_replay
+
+        res = run_replay(args.data, limit=args.limit, max_questions=args.max_questions, systems=args.systems,
+                         store=args.store, embedder=emb, chitchat=args.chitchat, feed_retrieve=args.feed_retrieve,
+                         ask_in=args.ask_in, assistant_turns=args.assistant_turns, console=console)
     elif name == "speed":
         from ._speed import run_speed
 
         sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
         res = run_speed(sizes=sizes, queries=args.queries, store=args.store, data_dir=args.data_dir,
-                        console=console)
+                        console=console, **_speed_extra(args))
     elif name == "gating":
         from . import _gating
 

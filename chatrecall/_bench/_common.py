@@ -176,6 +176,8 @@ class CachingEmbedder:
         self._disk_new: dict[str, np.ndarray] = {}
         if disk_dir is not None:
             name = model_name or getattr(base, "model_name", type(base).__name__)
+            backend = getattr(base, "backend", "torch")
+            name = name if backend == "torch" else f"{name}#{backend}"  # vectors differ per backend
             tag = hashlib.sha1(str(name).encode()).hexdigest()[:10]
             self._disk = Path(disk_dir) / f"vectors-{tag}.npz"
             if self._disk.exists():
@@ -449,10 +451,14 @@ def parse_systems(spec: str | None) -> list[str]:
     return names
 
 
+#: Backend of :func:`real_embedder` (``chatrecall bench ... --embedder torch|onnx|onnx-int8|minilm``).
+EMBED_BACKEND = "auto"
+
+
 def real_embedder(cache_size: int = 2048) -> Any:
     from chatrecall.adapters.sentence_transformers import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(cache_size=cache_size)
+    return SentenceTransformerEmbedder(cache_size=cache_size, backend=EMBED_BACKEND)
 
 
 def embed_cache_dir() -> Path | None:
@@ -583,3 +589,56 @@ def target(metric: str, op: str, goal: float, measured: float | None) -> dict[st
     """One target line: ``measured op goal`` (op ``>=`` or ``<=``)."""
     ok = measured is not None and not math.isnan(measured) and (measured >= goal if op == ">=" else measured <= goal)
     return {"metric": metric, "target": f"{op} {goal:g}", "measured": measured, "met": bool(ok)}
+
+
+# ----------------------------------------------------------------- in-process haystack (tuning)
+class IndexedHaystack:
+    """A haystack in a bare :class:`UserIndex`, as the engine would hold it, without a store.
+
+    Records get the engine's ids (identical text in one session is one
+    record), sequence numbers and entity keys, so :func:`rank_memories` over
+    it ranks exactly as ``ChatRecall.search`` does. Used by
+    ``benchmarks/tune_ranking.py``, which ranks every question many times.
+    """
+
+    def __init__(self, embedder: Embedder, keys: Sequence[str], texts: Sequence[str],
+                 meta: Sequence[Mapping[str, Any]], *, extractor: Any = None) -> None:
+        from chatrecall.core import RegexEntityExtractor, UserIndex
+        from chatrecall.core._engine import _hash_id
+        from chatrecall.core._types import Record
+
+        ext = extractor or RegexEntityExtractor()
+        self.index = UserIndex(embedder.dim)
+        self.id_keys: dict[str, list[str]] = {}
+        records: list[Record] = []
+        rows: list[int] = []
+        seq: dict[str, int] = {}
+        for i, (key, text, m) in enumerate(zip(keys, texts, meta)):
+            sid = str(m["session_id"])
+            rid = _hash_id("u", sid, text.strip())
+            if rid in self.id_keys:
+                self.id_keys[rid].append(key)
+                continue
+            self.id_keys[rid] = [key]
+            s = seq.get(sid, 0)
+            seq[sid] = s + 1
+            ents = tuple(dict.fromkeys(e.key for e in ext.extract(text)))
+            records.append(Record(id=rid, text=text, user_id="u", session_id=sid, role=str(m.get("role", "user")),
+                                  timestamp=float(m["timestamp"]), seq=s, entities=ents))
+            rows.append(i)
+        vecs = embedder.embed_documents([texts[i] for i in rows])
+        self.index.add(records, vecs)
+
+    def rank(self, query: str, qvec: np.ndarray, entities: Sequence[Any], *, k: int, now: float,
+             strategy: Any = None, weights: Mapping[str, float] | None = None, params: Any = None) -> list[str]:
+        """Caller keys best first (``k`` turns, each expanded to its keys)."""
+        from chatrecall.core._config import RetrievalConfig
+        from chatrecall.core._ranking import DEFAULT_PARAMS, rank_memories
+
+        cfg = RetrievalConfig(weights=weights) if weights is not None else RetrievalConfig()
+        r = rank_memories(self.index, query, qvec, entities, strategy=strategy, k=k, now=now, config=cfg,
+                          params=params or DEFAULT_PARAMS)
+        out: list[str] = []
+        for p in r.positions[:k].tolist():
+            out.extend(self.id_keys[self.index.records[p].id])
+        return out

@@ -298,6 +298,10 @@ class ChromaStore:
             stretch a call past it by more than one socket read).
         retries: Extra attempts of a write (upsert/delete) that failed because
             the server was unreachable, with exponential backoff.
+        snapshots: Keep on-disk snapshots of each user's derived index so a new
+            process starts warm (see :mod:`chatrecall.core._snapshot`): under
+            ``<path>/chatrecall-snapshots`` for an embedded store, under
+            ``$CHATRECALL_HOME/snapshots`` for a server. Not for a ``client``.
 
     With none of ``path``, ``url`` and ``client``, an embedded store is opened at
     :func:`default_path`. Chroma telemetry is disabled.
@@ -317,6 +321,7 @@ class ChromaStore:
         namespace: str = "chatrecall",
         timeout_s: float = 5.0,
         retries: int = 0,
+        snapshots: bool = True,
     ) -> None:
         given = [n for n, v in (("path", path), ("url", url), ("client", client)) if v is not None]
         if len(given) > 1:
@@ -344,6 +349,7 @@ class ChromaStore:
         self._max_batch: int | None = None
         self._client: Any = client
         self._owns_client = client is None
+        self._snapshots = bool(snapshots)
         if url is not None:
             self._parse_url(url)  # the server is contacted lazily: it may come up later
         elif client is None:
@@ -430,6 +436,30 @@ class ChromaStore:
     def shared(self) -> bool:
         """True for a server store: other processes may write, so reads should check for fresh data."""
         return self.url is not None
+
+    @property
+    def snapshot_dir(self) -> Path | None:
+        """Where the engine keeps index snapshots of this store's users (None: snapshots off)."""
+        if not self._snapshots:
+            return None
+        if self.path is not None:
+            return self.path / "chatrecall-snapshots" / self.namespace
+        if self.url is not None:
+            import hashlib
+
+            from ._onnx_backend import cache_root
+
+            tag = hashlib.sha256(f"{self.url}|{self.namespace}".encode()).hexdigest()[:16]
+            return cache_root().parent / "snapshots" / tag
+        return None
+
+    def ids(self, collection: str, where: Where | None = None) -> list[str]:
+        """Ids of the records matching ``where``: no documents, metadata or vectors are read."""
+        flt = _compile(where, None)
+        if flt.empty:
+            return []
+        return self._run(f"ids of {collection!r}",
+                         lambda: self._with(collection, False, lambda col: self._matching_ids(col, flt), []))
 
     def ping(self) -> None:
         """Check the backend answers; raises :class:`StoreUnavailableError` if not."""

@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -332,8 +331,8 @@ class ChatRecallRetriever(BaseRetriever):
         strategy: Strategy | str | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        # The engine is synchronous (embedding + store I/O): keep it off the event loop.
-        return await asyncio.to_thread(self._fetch, query, k, strategy, kwargs)
+        # On the engine's bounded async pool: the event loop is never blocked.
+        return await self.engine._arun(self._fetch, query, k, strategy, kwargs)
 
 
 # ====================================================================== classic memory
@@ -475,6 +474,22 @@ class ChatRecallChatMessageHistory(BaseChatMessageHistory):
         with contextlib.suppress(NotFoundError):
             self.engine.forget(self.user_id, self.session_id)
 
+    async def aget_messages(self) -> list[BaseMessage]:
+        """The session's messages, read on the engine's async pool."""
+        return [record_to_message(r) for r in await self.engine.ahistory(self.user_id, self.session_id)]
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store messages as turns, on the engine's async pool."""
+        if isinstance(messages, BaseMessage):
+            messages = [messages]
+        turns = [message_to_turn(m, user_id=self.user_id, session_id=self.session_id) for m in messages]
+        await self.engine.aadd_many([t for t in turns if t is not None])
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        with contextlib.suppress(NotFoundError):
+            await self.engine.aforget(self.user_id, self.session_id)
+
 
 # ====================================================================== agent middleware
 class ChatRecallAgentState(AgentState[Any]):
@@ -591,7 +606,7 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         return {"chatrecall": summary}
 
     async def abefore_model(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
-        summary = await asyncio.to_thread(self._recall, state, runtime)
+        summary = await self.engine._arun(self._recall, state, runtime)
         if summary is not None and self.event_name:
             with contextlib.suppress(RuntimeError):
                 await adispatch_custom_event(self.event_name, summary)
@@ -646,7 +661,7 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         return self._store(state, runtime)
 
     async def aafter_agent(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self._store, state, runtime)
+        return await self.engine._arun(self._store, state, runtime)
 
 
 # ====================================================================== pins

@@ -273,8 +273,8 @@ class ChatRecallRetriever(BaseRetriever):
         return result_to_nodes(result, include_pins=self.include_pins)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        # The engine is synchronous (numpy + store I/O): keep it off the event loop.
-        return await asyncio.to_thread(self._retrieve, query_bundle)
+        # On the engine's bounded async pool: the event loop is never blocked.
+        return await self.engine._arun(self._retrieve, query_bundle)
 
 
 # ====================================================================== memory block (new Memory class)
@@ -326,10 +326,9 @@ class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
         session = self.session_id or block_kwargs.get("session_id")
         query = _last_user_text(messages)
         if not query:
-            pins = await asyncio.to_thread(self.engine.pins, self.user_id, session)
+            pins = await self.engine.apins(self.user_id, session)
             return format_context(pins, (), ())
-        result = await asyncio.to_thread(
-            self.engine.retrieve,
+        result = await self.engine.aretrieve(
             query,
             user_id=self.user_id,
             session_id=session,
@@ -349,7 +348,7 @@ class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
             session = self.session_id or m.additional_kwargs.get("session_id") or "default"
             turns.append(Turn(text=text, user_id=self.user_id, session_id=str(session), role=role))
         if turns:
-            await asyncio.to_thread(self.engine.add_many, turns)
+            await self.engine.aadd_many(turns)
 
 
 # ====================================================================== BaseMemory (chat engines, agents)
@@ -475,6 +474,14 @@ class ChatRecallMemory(BaseMemory):
             self._cache_key, self._last = None, None
             with contextlib.suppress(NotFoundError):  # nothing stored yet: already forgotten
                 self.engine.forget(self.user_id, self.session_id)
+
+    async def aput(self, message: ChatMessage) -> None:
+        """Async :meth:`put`, on the engine's bounded async pool."""
+        await self.engine._arun(self.put, message)
+
+    async def aget(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:  # noqa: A002
+        """Async :meth:`get`, on the engine's bounded async pool."""
+        return await self.engine._arun(self.get, input, **kwargs)
 
     # ------------------------------------------------------------------ read
     def get_all(self) -> list[ChatMessage]:

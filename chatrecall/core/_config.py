@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from difflib import get_close_matches
 from types import MappingProxyType
+from typing import TypeVar
 
 from ._errors import ConfigError
+from ._tuned import HYBRID_WEIGHTS
 
-__all__ = ["BudgetConfig", "PinConfig", "RetrievalConfig", "StoreLimits"]
+__all__ = ["BudgetConfig", "PinConfig", "RetrievalConfig", "StoreLimits", "as_config"]
+
+_C = TypeVar("_C")
 
 _COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
 
@@ -41,10 +46,46 @@ def _weights(name: str, value: Mapping[str, float]) -> Mapping[str, float]:
     return MappingProxyType(full)
 
 
-#: Default hybrid weights, chosen on LoCoMo and checked on LongMemEval.
-DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
-    {"recency": 0.02, "relevance": 0.50, "keyword": 0.15, "entity": 0.02, "graph": 0.49}
-)
+def as_config(name: str, value: object, cls: type[_C], example: str = "") -> _C:
+    """``value`` as a ``cls``: None gives the defaults, a mapping gives ``cls(**value)``.
+
+    Example:
+        >>> as_config("retrieval", {"top_k": 3}, RetrievalConfig).top_k
+        3
+
+    Raises:
+        ConfigError: ``value`` is another type, or the mapping has an unknown
+            field (the message names it and lists the known ones).
+    """
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        known = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        unknown = [k for k in value if k not in known]
+        if unknown:
+            hints = [m for k in unknown for m in get_close_matches(str(k), known, n=1)]
+            also = f" (did you mean {', '.join(map(repr, hints))}?)" if hints else ""
+            raise ConfigError(
+                f"{name}={_short(value)} is invalid: {cls.__name__} has no field {', '.join(map(repr, unknown))}"
+                f"{also}; known fields: {', '.join(known)}"
+            )
+        return cls(**value)
+    ex = example or f"{cls.__name__}(...)"
+    raise ConfigError(
+        f"{name}={_short(value)} is invalid: pass a {cls.__name__} (e.g. {name}={ex}), "
+        f"a dict of its fields, or None for the defaults"
+    )
+
+
+def _short(value: object, n: int = 80) -> str:
+    r = repr(value)
+    return r if len(r) <= n else r[: n - 3] + "..."
+
+
+#: Default hybrid weights: ``_tuned.HYBRID_WEIGHTS`` (k-fold tuned by benchmarks/tune_ranking.py).
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(dict(HYBRID_WEIGHTS))
 
 
 @dataclass(frozen=True, kw_only=True)

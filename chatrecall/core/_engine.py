@@ -28,6 +28,7 @@ from ._errors import (
 from ._format import chunk_text, format_context
 from ._gate import Gate, GateConfig
 from ._index import UserIndex, tokenize
+from ._snapshot import SnapshotCache
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
 from ._ranking import DEFAULT_PARAMS, PRESETS, rank_memories, topk, topk_nonzero
@@ -224,6 +225,7 @@ class ChatRecall(_AsyncMixin):
         self._users_lock = threading.Lock()
         self._pool = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="chatrecall-phase1")
         self._corpus_count: int | None = None
+        self._snapshots = SnapshotCache(store)  # warm start of large users in a new process (see _snapshot)
         # Freshness probe bookkeeping (see _refresh): probes made, latency EWMA (ms), last probe time.
         self._fresh_n = 0
         self._fresh_ms = 0.0
@@ -262,6 +264,10 @@ class ChatRecall(_AsyncMixin):
         not 1.5 KB per memory.
         """
         warm = len(st.index) > 0
+        snap = None if warm else self._snapshots.restore(user_id, COLLECTION_MEMORIES, self.embedder.dim)
+        if snap is not None:
+            st.index, st.synced_at = snap, self._clock()
+            return
         batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id}, include_embeddings=not warm)
         stored = {r.id for r in batch.records}
         gone = [rid for rid in st.index.pos if rid not in stored]
@@ -277,6 +283,8 @@ class ChatRecall(_AsyncMixin):
             if batch.embeddings is not None and keep:
                 st.index.add([batch.records[i] for i in keep], batch.embeddings[keep])
         st.synced_at = self._clock()
+        if not warm:
+            self._snapshots.save(user_id, st.index)
 
     def _pull(self, st: _UserState, ids: Sequence[str]) -> None:
         """Add records another process wrote (seen in a store query) to the cache."""
@@ -542,6 +550,7 @@ class ChatRecall(_AsyncMixin):
                 self._corpus_count = None
                 with self._users_lock:
                     self._users.pop(user_id, None)
+                self._snapshots.invalidate(user_id)
             else:
                 gone = [r.id for r in st.index.records if r.session_id == session_id]
                 st.index.remove(gone)
@@ -1154,6 +1163,7 @@ class ChatRecall(_AsyncMixin):
             emb = self.embedder.embed_documents([rec.text])
             self.store.upsert(COLLECTION_MEMORIES, [rec], emb)
             if memory_id in st.index:
+                self._snapshots.invalidate(user_id)  # same id, new text: the ids digest would not see it
                 st.index.remove([memory_id])
             st.index.add([rec], emb)
         self.metrics.incr("memories_stored")
@@ -1228,8 +1238,13 @@ class ChatRecall(_AsyncMixin):
         return self.metrics.snapshot()
 
     def close(self) -> None:
-        """Stop background threads (the store stays usable by others)."""
+        """Stop background threads and snapshot changed large users (the store stays usable by others)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._users_lock:
+            cached = list(self._users.items())
+        for user_id, st in cached:
+            with st.lock:
+                self._snapshots.save(user_id, st.index)
 
     def __enter__(self) -> ChatRecall:
         return self

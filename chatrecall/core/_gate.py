@@ -84,7 +84,7 @@ class GateConfig:
             need documents, an explicit knowledge request on top of it does.
     """
 
-    patterns: tuple[GatePattern, ...] = DEFAULT_PATTERNS
+    patterns: tuple[GatePattern, ...] = field(default_factory=lambda: DEFAULT_PATTERNS)  # keeps help() short
     extra_patterns: tuple[GatePattern, ...] = ()
     memory_threshold: float = GATE_MEMORY_THRESHOLD
     corpus_threshold: float = GATE_CORPUS_THRESHOLD
@@ -116,6 +116,13 @@ class GateConfig:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise ConfigError(f"category_weights[{k!r}]={v!r} is invalid: must be a finite number >= 0")
         object.__setattr__(self, "category_weights", MappingProxyType(dict(cw)))
+
+    def __repr__(self) -> str:  # the patterns are long regexes: show counts, not every regex
+        pats = "DEFAULT_PATTERNS" if self.patterns is DEFAULT_PATTERNS else f"<{len(self.patterns)} patterns>"
+        return (f"GateConfig(patterns={pats}, extra_patterns=<{len(self.extra_patterns)} patterns>, "
+                f"memory_threshold={self.memory_threshold!r}, corpus_threshold={self.corpus_threshold!r}, "
+                f"category_weights={dict(self.category_weights)!r}, confidence_slope={self.confidence_slope!r}, "
+                f"both_margin={self.both_margin!r})")
 
 
 

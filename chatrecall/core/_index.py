@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ._tuned import BM25_B, BM25_K1
 from ._types import Record
 
 __all__ = ["UserIndex", "tokenize"]
@@ -36,6 +37,21 @@ _TIME = re.compile(
     r"(?:in|of|early|late|mid) may|may \d|"
     r"mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|"
     r"(?:19|20)\d\d|\d{1,2}/\d{1,2}(?:/\d{2,4})?)\b",
+    re.IGNORECASE,
+)
+
+
+#: An error in a memory's text (``ValueError``, ``Traceback``, ``ECONNREFUSED``, ``exit code 1``, ``HTTP 502``):
+#: such memories answer "what was that error?" better than a turn that only says "the error is gone".
+_ERROR = re.compile(
+    r"\b[A-Z]?[a-z]+(?:[A-Z][a-z]+)*(?:Error|Exception)\b|\bTraceback\b|\bE[A-Z]{4,}\b|"
+    r"(?i:\berrno\b|\b(?:exit|status|error) code\s*-?\d+|\bHTTP\s*[45]\d\d\b|\b[45]\d\d (?:error|bad gateway|"
+    r"not found)\b|\bsegmentation fault\b|\bpanic:|\bfailed with\b)"
+)
+#: A turn that asks something (a question, a request): when another speaker's turn follows, that turn answers it.
+_ASKS = re.compile(
+    r"\?|^\s*(?:[^:\n]{1,40}:\s+)?(?:need|can you|could you|would you|should (?:i|we)|help me|any (?:idea|tips?|"
+    r"suggestions?)|what|which|how|why|where|who|when|is there|do you|tell me)\b",
     re.IGNORECASE,
 )
 
@@ -76,8 +92,8 @@ class UserIndex:
         0
     """
 
-    K1 = 1.2
-    B = 0.75
+    K1 = BM25_K1
+    B = BM25_B
     #: Above this many memories the dense scan runs on a sign-bit shortlist.
     EXACT_MAX = 8_192
 
@@ -90,6 +106,10 @@ class UserIndex:
         self._ts = np.zeros(0, dtype=np.float64)
         self._dl = np.zeros(0, dtype=np.float32)
         self._time = np.zeros(0, dtype=bool)
+        self._error = np.zeros(0, dtype=bool)
+        self._asks = np.zeros(0, dtype=bool)
+        self._rcode = np.zeros(0, dtype=np.int64)
+        self._role_code: dict[str, int] = {}
         self._scode = np.zeros(0, dtype=np.int64)
         self._tok = np.zeros(0, dtype=np.int32)  # token count cache, 0 = not counted yet
         # sign bits of each vector, word-major (words, capacity): Hamming prefilter for large indexes
@@ -129,6 +149,25 @@ class UserIndex:
         return self._time[: len(self.records)]
 
     @property
+    def has_error(self) -> np.ndarray:
+        """Per position: the text shows an error (exception name, error code, traceback...)."""
+        return self._error[: len(self.records)]
+
+    def answered(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: the turn asks something and the next turn, by another speaker, answers it."""
+        self._link()
+        p = np.asarray(positions, dtype=np.int64)
+        nxt = self._next[p]
+        ok = nxt >= 0
+        other = self._rcode[np.maximum(nxt, 0)] != self._rcode[p]
+        return self._asks[p] & ok & other
+
+    def next_positions(self, positions: np.ndarray) -> np.ndarray:
+        """The next turn of each given position in its session (-1 for the last)."""
+        self._link()
+        return self._next[np.asarray(positions, dtype=np.int64)]
+
+    @property
     def session_codes(self) -> np.ndarray:
         """Per position: a small integer standing for the record's session."""
         return self._scode[: len(self.records)]
@@ -156,6 +195,9 @@ class UserIndex:
             self._emb[p] = vec
             self._ts[p] = rec.timestamp
             self._time[p] = _TIME.search(rec.text) is not None
+            self._error[p] = _ERROR.search(rec.text) is not None
+            self._asks[p] = _ASKS.search(rec.text) is not None
+            self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
             terms = Counter(tokenize(rec.text))
             self._dl[p] = sum(terms.values())
@@ -190,6 +232,9 @@ class UserIndex:
         self._ts = np.resize(self._ts, new_cap)
         self._dl = np.resize(self._dl, new_cap)
         self._time = np.resize(self._time, new_cap)
+        self._error = np.resize(self._error, new_cap)
+        self._asks = np.resize(self._asks, new_cap)
+        self._rcode = np.resize(self._rcode, new_cap)
         self._scode = np.resize(self._scode, new_cap)
         self._tok = np.resize(self._tok, new_cap)
         bits = np.zeros((self._words, new_cap), dtype=np.uint64)

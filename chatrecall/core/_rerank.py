@@ -23,14 +23,15 @@ from ._config import DEFAULT_WEIGHTS, BudgetConfig, RetrievalConfig
 from ._errors import InvalidInputError
 from ._index import tokenize
 from ._protocols import Embedder, EntityExtractor, TokenCounter
+from ._ranking import topk as _topk
 from ._tokens import as_token_counter
+from ._tuned import BM25_B as _B
+from ._tuned import BM25_K1 as _K1
 from ._types import ScoredItem
 
 __all__ = ["Candidate", "rerank"]
 
 _COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
-_K1 = 1.2
-_B = 0.75
 _BUDGET = BudgetConfig()
 
 
@@ -81,15 +82,6 @@ class Candidate:
                     f"Candidate.embedding of {self.id!r} must be a finite 1-D vector, got shape {emb.shape}"
                 )
             object.__setattr__(self, "embedding", emb)
-
-
-def _topk(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest scores, best first, ties in input order (argpartition, then sort only k)."""
-    k = min(k, scores.size)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    part = np.sort(np.argpartition(-scores, k - 1)[:k])
-    return part[np.argsort(-scores[part], kind="stable")]
 
 
 def _bm25(query: str, texts: Sequence[str]) -> tuple[np.ndarray, bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -48,28 +49,99 @@ class CallableTokenCounter:
         return len(out) if not isinstance(out, int) else out
 
 
+_PROBE = "How many tokens does this sentence have?"
+
+
 def as_token_counter(obj: Any) -> TokenCounter:
     """Turn ``obj`` into a :class:`TokenCounter`.
 
-    Accepts ``None`` (the offline default), an object with ``count(text)``,
-    a tiktoken ``Encoding`` or Hugging Face tokenizer (anything with
-    ``encode(text)``), or any callable returning an int or a token list.
+    Accepts ``None`` (the offline default), a tiktoken encoding or OpenAI model
+    name (``"cl100k_base"``, ``"gpt-4"``: counted offline with
+    :class:`chatrecall.adapters.tiktoken.TiktokenCounter`), an object with
+    ``count(text)``, a tiktoken ``Encoding`` or Hugging Face tokenizer (anything
+    with ``encode(text)``), or any callable returning an int or a token list.
+    The result is tried once on a sample sentence, so a counter that fails or
+    counts nothing is refused here rather than ignoring the budget later.
+
+    Example:
+        >>> as_token_counter(None).count("hello world")
+        2
+        >>> as_token_counter(lambda text: len(text.split())).count("hello big world")
+        3
 
     Raises:
-        ConfigError: ``obj`` is none of these.
+        ConfigError: ``obj`` is none of these, or fails on the sample sentence.
     """
     if obj is None:
         return ApproxTokenCounter()
-    if isinstance(obj, TokenCounter):
-        return obj
-    encode = getattr(obj, "encode", None)
-    if callable(encode):
-        return CallableTokenCounter(encode)
-    if callable(obj):
-        return CallableTokenCounter(obj)
-    raise ConfigError(
-        f"token_counter={obj!r} is invalid: pass an object with count(text), encode(text), or a callable"
-    )
+    if isinstance(obj, (str, bytes)):
+        counter: TokenCounter = _named_counter(obj)
+    elif isinstance(obj, TokenCounter):
+        counter = obj
+    elif callable(getattr(obj, "encode", None)):
+        counter = CallableTokenCounter(obj.encode)
+    elif callable(obj):
+        counter = CallableTokenCounter(obj)
+    else:
+        raise ConfigError(
+            f"token_counter={_short(obj)} is invalid: pass a tiktoken encoding or model name ('cl100k_base', "
+            "'gpt-4'), an object with count(text) or encode(text), a callable text -> int, or None (offline default)"
+        )
+    _probe(obj, counter)
+    return counter
+
+
+def _short(value: object, n: int = 80) -> str:
+    r = repr(value)
+    return r if len(r) <= n else r[: n - 3] + "..."
+
+
+def _named_counter(name: str | bytes) -> TokenCounter:
+    """A tiktoken encoding (``cl100k_base``) or model name (``gpt-4``), counted offline."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"token_counter={name!r} is invalid: give a tiktoken encoding or model name such as 'gpt-4'")
+    try:
+        tiktoken = importlib.import_module("tiktoken")
+        adapter = importlib.import_module("chatrecall.adapters.tiktoken")
+    except ImportError:
+        raise ConfigError(
+            f"token_counter={name!r} needs tiktoken: pip install 'chatrecall[tiktoken]', "
+            "or leave token_counter unset for the offline approximation"
+        ) from None
+    known = set(tiktoken.list_encoding_names())
+    encoding = name
+    if name not in known:
+        try:
+            encoding = tiktoken.encoding_name_for_model(name)
+        except KeyError:
+            examples = sorted(n for n in known if not n.endswith("_offline"))
+            raise ConfigError(
+                f"token_counter={name!r} is neither a tiktoken encoding ({', '.join(examples)}) nor a model name "
+                "tiktoken knows (gpt-4, gpt-4o, ...); pass one of those, a tokenizer, or a callable text -> int"
+            ) from None
+    try:
+        return adapter.TiktokenCounter(encoding)  # type: ignore[no-any-return]
+    except ConfigError as exc:
+        via = f" (model {name!r} uses encoding {encoding!r})" if encoding != name else ""
+        raise ConfigError(
+            f"token_counter={name!r}{via} cannot be counted offline: {exc}. Use token_counter='cl100k_base' "
+            f"(bundled) or TiktokenCounter({encoding!r}, allow_download=True)"
+        ) from None
+
+
+def _probe(obj: Any, counter: TokenCounter) -> None:
+    """Count a sample sentence once: the counter must work and return a positive int."""
+    try:
+        n = counter.count(_PROBE)
+    except Exception as exc:  # noqa: BLE001 - any failure of user code means a bad counter
+        raise ConfigError(
+            f"token_counter={_short(obj)} failed on a sample sentence: {type(exc).__name__}: {exc}"
+        ) from exc
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ConfigError(
+            f"token_counter={_short(obj)} counted {_short(n)} tokens in {_PROBE!r}: a counter must return "
+            "a positive int (or a token list) for non-empty text, or every budget would be ignored"
+        )
 
 
 def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter) -> tuple[str, bool]:

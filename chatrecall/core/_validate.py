@@ -6,6 +6,7 @@ a half-finished write behind.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import re
@@ -15,9 +16,9 @@ from typing import Any
 
 from ._config import StoreLimits
 from ._errors import InvalidInputError
-from ._types import Scalar, Strategy
+from ._types import Scalar, Strategy, Turn
 
-__all__ = ["check_id", "check_metadata", "check_strategy", "check_text", "check_timestamp"]
+__all__ = ["check_id", "check_metadata", "check_strategy", "check_text", "check_timestamp", "check_turn"]
 
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
 #: stored or hashed), so they are refused up front.
@@ -132,3 +133,41 @@ def check_strategy(value: Any) -> Strategy | None:
     except ValueError:
         known = ", ".join(s.value for s in Strategy)
         raise InvalidInputError(f"strategy={_short(value)} is unknown; use one of: {known}") from None
+
+
+_TURN_FIELDS = tuple(f.name for f in dataclasses.fields(Turn))
+_TURN_REQUIRED = ("text", "user_id", "session_id")
+
+
+def check_turn(value: Any, limits: StoreLimits) -> Turn:
+    """A :class:`Turn`, or a mapping of its fields (``content`` is accepted for ``text``), validated.
+
+    Example:
+        >>> check_turn({"content": "hi", "user_id": "u1", "session_id": "s1"}, StoreLimits()).text
+        'hi'
+    """
+    if isinstance(value, Mapping):
+        fields = dict(value)
+        if "content" in fields:
+            if "text" in fields:
+                raise InvalidInputError("turn has both 'text' and 'content': give one ('content' is an alias of 'text')")
+            fields["text"] = fields.pop("content")
+        unknown = [k for k in fields if k not in _TURN_FIELDS]
+        if unknown:
+            raise InvalidInputError(
+                f"turn has unknown field(s) {', '.join(_short(k) for k in unknown)}; "
+                f"known: {', '.join(_TURN_FIELDS)} (and 'content' for 'text')"
+            )
+        missing = [k for k in _TURN_REQUIRED if k not in fields]
+        if missing:
+            raise InvalidInputError(f"turn is missing {', '.join(map(repr, missing))} (required: {', '.join(_TURN_REQUIRED)})")
+        value = Turn(**fields)
+    if not isinstance(value, Turn):
+        raise InvalidInputError(f"turn must be a Turn or a mapping, got {type(value).__name__}: {_short(value)}")
+    check_text("text", value.text, limits)
+    check_id("user_id", value.user_id, limits)
+    check_id("session_id", value.session_id, limits)
+    check_id("role", value.role, limits)
+    ts = check_timestamp(value.timestamp)
+    md = check_metadata(value.metadata, limits)
+    return dataclasses.replace(value, timestamp=ts, metadata=md)

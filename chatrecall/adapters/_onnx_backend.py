@@ -1,0 +1,382 @@
+"""ONNX Runtime backend of :class:`~chatrecall.adapters.sentence_transformers.SentenceTransformerEmbedder`.
+
+A plain sentence-transformers model directory (Transformer + Pooling, with an
+optional Normalize; all-MiniLM-L6-v2 as bundled) is exported to ONNX once, on
+first use, from its local PyTorch weights (``torch.onnx.export``, no network),
+and cached under ``$CHATRECALL_HOME/onnx`` (default
+``~/.local/share/chatrecall/onnx``). Backends:
+
+* ``onnx``: the exported float32 graph; vectors equal PyTorch's (cosine > 0.9999).
+* ``onnx-int8``: the same graph after ONNX Runtime's transformer fusions and
+  dynamic int8 quantisation with per-channel weights (mean cosine to PyTorch
+  about 0.99 on chat turns; retrieval recall within 1 %, see the README).
+
+Tokenisation runs the model's own ``tokenizer.json`` (``tokenizers``, Rust),
+with the model's ``max_seq_length``; pooling and L2 normalisation run in numpy.
+After the first export, nothing of PyTorch is imported.
+
+Single texts (queries) run on a one-thread session: on a loaded machine one
+thread per call has the lowest latency and concurrent callers scale across
+cores. Batches run on a session with up to ``batch_threads`` threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chatrecall.core._errors import ConfigError
+
+__all__ = ["BACKENDS", "OnnxEncoder", "available", "cache_root", "resolve_backend"]
+
+log = logging.getLogger("chatrecall.onnx")
+
+#: Backend names a user can ask for (``auto`` picks ``onnx-int8`` when it can run, else ``torch``).
+BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
+#: Bumped when the exported graph or the quantisation recipe changes (invalidates caches).
+EXPORT_VERSION = "1"
+_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+_POOLING = ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
+            "pooling_mode_mean_sqrt_len_tokens")
+
+
+def cache_root() -> Path:
+    """Where exported models are cached: ``$CHATRECALL_HOME/onnx`` or the platform data dir's ``chatrecall/onnx``."""
+    home = os.environ.get("CHATRECALL_HOME")
+    if home:
+        return Path(home).expanduser() / "onnx"
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "chatrecall" / "onnx"
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def available(quantized: bool) -> bool:
+    """Whether the ONNX backend can run here (the export also needs torch and transformers)."""
+    need = ["onnxruntime", "tokenizers"] + (["onnx"] if quantized else [])
+    return all(_installed(m) for m in need)
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What the export and the runtime need to know about a model directory."""
+
+    root: Path
+    transformer: Path
+    dim: int
+    pooling: str
+    max_seq_length: int
+    prompts: dict[str, str]
+
+
+def _layout(path: Path) -> _Layout:
+    """Read a sentence-transformers directory; ConfigError if it is not Transformer + Pooling (+ Normalize)."""
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if kinds[:2] != ["Transformer", "Pooling"] or not set(kinds[2:]) <= {"Normalize"}:
+            raise ConfigError(f"model {str(path)!r}: ONNX backend supports Transformer + Pooling (+ Normalize), "
+                              f"not {kinds}")
+        transformer = path / modules[0]["path"]
+        pool = json.loads((path / modules[1]["path"] / "config.json").read_text(encoding="utf-8"))
+        modes = [m for m in _POOLING if pool.get(m)]
+        if len(modes) != 1:
+            raise ConfigError(f"model {str(path)!r}: ONNX backend needs exactly one pooling mode, got {modes}")
+        st_cfg: dict[str, Any] = {}
+        for name in ("sentence_bert_config.json",):
+            f = transformer / name
+            if f.exists():
+                st_cfg = json.loads(f.read_text(encoding="utf-8"))
+        extra = path / "config_sentence_transformers.json"
+        prompts = json.loads(extra.read_text(encoding="utf-8")).get("prompts") or {} if extra.exists() else {}
+        max_len = int(st_cfg.get("max_seq_length") or 512)
+        if not (transformer / "tokenizer.json").exists():
+            raise ConfigError(f"model {str(path)!r}: ONNX backend needs a fast tokenizer (tokenizer.json)")
+        return _Layout(path, transformer, int(pool["word_embedding_dimension"]), modes[0], max_len,
+                       {str(k): str(v) for k, v in prompts.items()})
+    except ConfigError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ConfigError(f"model {str(path)!r} is not a sentence-transformers directory the ONNX backend can "
+                          f"export: {type(exc).__name__}: {exc}") from exc
+
+
+def _fingerprint(layout: _Layout) -> str:
+    """Cache key of a model: config, tokenizer and weights (size + first/last MiB), export recipe, ORT version."""
+    import onnxruntime as ort
+
+    h = hashlib.sha256(f"{EXPORT_VERSION}|{ort.__version__}|{layout.max_seq_length}|{layout.pooling}".encode())
+    for name in ("config.json", "tokenizer.json"):
+        f = layout.transformer / name
+        if f.exists():
+            h.update(f.read_bytes())
+    for name in _WEIGHTS:
+        f = layout.transformer / name
+        if f.exists():
+            size = f.stat().st_size
+            h.update(f"{name}:{size}".encode())
+            with f.open("rb") as fh:
+                h.update(fh.read(1 << 20))
+                fh.seek(max(size - (1 << 20), 0))
+                h.update(fh.read(1 << 20))
+            break
+    return h.hexdigest()[:16]
+
+
+def _export_fp32(layout: _Layout, out: Path) -> None:
+    """Trace the transformer (token ids -> last hidden state) to ONNX from its local weights."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(layout.transformer), local_files_only=True).eval()
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in params]
+
+    class _Wrap(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args: Any) -> Any:
+            return self.inner(**dict(zip(names, args))).last_hidden_state
+
+    ids = torch.ones(2, 8, dtype=torch.long)
+    args = tuple(torch.zeros_like(ids) if n == "token_type_ids" else ids for n in names)
+    axes = {n: {0: "batch", 1: "seq"} for n in names}
+    axes["hidden"] = {0: "batch", 1: "seq"}
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    import warnings
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Wrap(model), args, str(tmp), dynamo=False, input_names=names, output_names=["hidden"],
+                          dynamic_axes=axes, opset_version=17)
+    os.replace(tmp, out)
+
+
+def _quantize(layout: _Layout, fp32: Path, out: Path) -> None:
+    """Transformer fusions (when ONNX Runtime knows the architecture), then dynamic int8, per-channel."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    src = fp32
+    tmp_opt = out.with_name(f"{out.name}.{os.getpid()}.opt.tmp")
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        cfg = json.loads((layout.transformer / "config.json").read_text(encoding="utf-8"))
+        kind = cfg.get("model_type", "bert")
+        opt = optimize_model(str(fp32), model_type=kind if kind in ("bert", "roberta", "distilbert") else "bert",
+                             num_heads=int(cfg.get("num_attention_heads", 0)), hidden_size=int(cfg.get("hidden_size", 0)),
+                             opt_level=1)
+        opt.save_model_to_file(str(tmp_opt))
+        src = tmp_opt
+    except Exception as exc:  # noqa: BLE001 - fusions are an optimisation only
+        log.info("ONNX transformer fusions skipped: %s: %s", type(exc).__name__, exc)
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    try:
+        quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        os.replace(tmp, out)
+    finally:
+        for f in (tmp, tmp_opt):
+            f.unlink(missing_ok=True)
+
+
+class OnnxEncoder:
+    """Runs a sentence-transformers model directory in ONNX Runtime; built lazily.
+
+    Example:
+        >>> enc = OnnxEncoder(default_model_path(), quantized=True)  # doctest: +SKIP
+        >>> enc.encode(["hello"]).shape  # doctest: +SKIP
+        (1, 384)
+
+    Args:
+        path: A local sentence-transformers model directory.
+        quantized: Use the int8 graph (``onnx-int8``) instead of float32 (``onnx``).
+        cache_dir: Where exported graphs live (default :func:`cache_root`).
+        batch_threads: ONNX Runtime threads for batches (default: CPU count, at most 4).
+
+    Raises:
+        ConfigError: The directory is not a model the backend can export.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, quantized: bool, cache_dir: str | os.PathLike[str] | None = None,
+                 batch_threads: int | None = None) -> None:
+        self.layout = _layout(Path(path))
+        self.quantized = quantized
+        self.name = "onnx-int8" if quantized else "onnx"
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else cache_root()
+        self._batch_threads = batch_threads or max(1, min(os.cpu_count() or 1, 4))
+        self._lock = threading.Lock()
+        self._tok: Any = None
+        self._single: Any = None
+        self._batch: Any = None
+        self._inputs: list[str] = []
+        self.model_file: Path | None = None
+
+    @property
+    def dim(self) -> int:
+        """Output dimension (from the pooling config)."""
+        return self.layout.dim
+
+    def prompt(self, document: bool) -> str:
+        """Prompt text prepended like sentence-transformers does (``query`` / ``document`` or ``passage``)."""
+        p = self.layout.prompts
+        if document:
+            return p.get("document", p.get("passage", ""))
+        return p.get("query", "")
+
+    # ------------------------------------------------------------------ build
+    def model_path(self) -> Path:
+        """The cached graph, exported (and quantised) now if missing."""
+        folder = self._cache_dir / f"{self.layout.root.name}-{_fingerprint(self.layout)}"
+        fp32 = folder / "model.onnx"
+        target = folder / ("model-int8.onnx" if self.quantized else "model.onnx")
+        if target.exists():
+            return target
+        folder.mkdir(parents=True, exist_ok=True)
+        if not fp32.exists():
+            log.info("exporting %s to ONNX (once) into %s", self.layout.root, folder)
+            _export_fp32(self.layout, fp32)
+        if self.quantized:
+            _quantize(self.layout, fp32, target)
+        meta = {"source": str(self.layout.root), "export_version": EXPORT_VERSION, "dim": self.layout.dim,
+                "pooling": self.layout.pooling, "max_seq_length": self.layout.max_seq_length}
+        (folder / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        return target
+
+    def _session(self, file: Path, threads: int) -> Any:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        return ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"])
+
+    def _ensure(self) -> None:
+        if self._single is not None:
+            return
+        with self._lock:
+            if self._single is not None:
+                return
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(self.layout.transformer / "tokenizer.json"))
+            pad = tok.padding or {}
+            tok.enable_truncation(max_length=self.layout.max_seq_length)
+            tok.enable_padding(pad_id=int(pad.get("pad_id", 0)), pad_token=str(pad.get("pad_token", "[PAD]")),
+                               pad_type_id=int(pad.get("pad_type_id", 0)))
+            file = self.model_path()
+            try:
+                single = self._session(file, 1)
+            except Exception:  # noqa: BLE001 - a torn or corrupted cache file: export again, once
+                file.unlink(missing_ok=True)
+                if self.quantized:
+                    (file.parent / "model.onnx").unlink(missing_ok=True)
+                file = self.model_path()
+                single = self._session(file, 1)
+            self._inputs = [i.name for i in single.get_inputs()]
+            self._tok, self.model_file, self._single = tok, file, single
+
+    def warm(self) -> None:
+        """Export/load now instead of on the first call."""
+        self._ensure()
+
+    # ------------------------------------------------------------------ run
+    def _run(self, session: Any, texts: Sequence[str]) -> np.ndarray:
+        enc = self._tok.encode_batch(list(texts))
+        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = session.run(None, {n: feed[n] for n in self._inputs})[0]
+        m = mask[:, :, None].astype(np.float32)
+        mode = self.layout.pooling
+        if mode == "pooling_mode_cls_token":
+            out = hidden[:, 0]
+        elif mode == "pooling_mode_max_tokens":
+            out = np.where(m > 0, hidden, -1e9).max(axis=1)
+        else:
+            summed = (hidden * m).sum(axis=1)
+            count = np.maximum(m.sum(axis=1), 1e-9)
+            out = summed / (np.sqrt(count) if mode == "pooling_mode_mean_sqrt_len_tokens" else count)
+        out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], *, document: bool, batch_size: int = 64) -> np.ndarray:
+        """L2-normalised float32 vectors, shape ``(len(texts), dim)``."""
+        self._ensure()
+        prompt = self.prompt(document)
+        items = [prompt + t for t in texts] if prompt else list(texts)
+        if len(items) == 1:
+            return self._run(self._single, items)
+        if self._batch is None:
+            with self._lock:
+                if self._batch is None:
+                    assert self.model_file is not None
+                    self._batch = self._session(self.model_file, self._batch_threads)
+        # length-sorted batches pad less (as sentence-transformers does)
+        order = np.argsort([-len(t) for t in items], kind="stable")
+        out = np.empty((len(items), self.layout.dim), dtype=np.float32)
+        for start in range(0, len(items), batch_size):
+            sel = order[start:start + batch_size]
+            out[sel] = self._run(self._batch, [items[i] for i in sel])
+        return out
+
+
+def resolve_backend(backend: str, path: Path | None) -> OnnxEncoder | None:
+    """The ONNX encoder ``backend`` asks for, or None for PyTorch.
+
+    ``auto`` gives ``onnx-int8`` when ONNX Runtime, ``tokenizers`` and ``onnx``
+    are installed and ``path`` is a plain local model directory, else None.
+
+    Raises:
+        ConfigError: Unknown name, or ``onnx``/``onnx-int8`` asked for a model
+            or an install that cannot run it.
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend={backend!r} is unknown; use one of {', '.join(BACKENDS)}")
+    if backend == "torch":
+        return None
+    quantized = backend != "onnx"
+    if backend == "auto":
+        if path is None or not path.is_dir() or not available(True):
+            return None
+        try:
+            return OnnxEncoder(path, quantized=True)
+        except ConfigError as exc:
+            log.info("ONNX backend not used: %s", exc)
+            return None
+    if not available(quantized):
+        need = "onnxruntime, tokenizers" + (" and onnx" if quantized else "")
+        raise ConfigError(f"backend={backend!r} needs {need}: pip install 'chatrecall[embeddings]'")
+    if path is None or not path.is_dir():
+        raise ConfigError(f"backend={backend!r} needs a local model directory, not a loaded model")
+    return OnnxEncoder(path, quantized=quantized)

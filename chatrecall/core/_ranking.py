@@ -1,0 +1,294 @@
+"""Memory ranking: candidates, components, fusion, neighbour / question / session support.
+
+One pure function, :func:`rank_memories`, over a :class:`UserIndex`: the
+engine calls it under the user's lock and turns the result into
+:class:`ScoredItem` s; the benchmark tuner calls it directly with other
+:class:`RankParams`. Every tuned constant comes from :mod:`._tuned`.
+numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+import numpy as np
+
+from . import _tuned
+from ._classifier import STRATEGY_FOR, TimeCue, classify_query, time_cue
+from ._config import RetrievalConfig
+from ._index import UserIndex, _slots
+from ._types import Entity, QueryType, Strategy
+
+__all__ = ["COMPONENTS", "DEFAULT_PARAMS", "PRESETS", "RankParams", "Ranking", "rank_memories", "topk",
+           "topk_nonzero"]
+
+COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
+#: Components scored on a turn alone; ``graph`` is computed from them.
+BASE = ("recency", "relevance", "keyword", "entity")
+#: Strategies whose time component follows the query's time cues ("when", "two weeks ago").
+TIME_AWARE = frozenset({Strategy.HYBRID, Strategy.GRAPH, Strategy.ENTITY})
+#: Fixed weight presets of the single strategies (hybrid uses the config weights).
+PRESETS: Mapping[Strategy, Mapping[str, float]] = MappingProxyType(
+    {Strategy(name): MappingProxyType(dict(w)) for name, w in _tuned.PRESETS.items()}
+)
+
+
+def topk(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest scores, best first, ties in index order (argpartition, then sort only k)."""
+    if scores.size == 0 or k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    k = min(k, scores.size)
+    part = np.sort(np.argpartition(-scores, k - 1)[:k])
+    return part[np.argsort(-scores[part], kind="stable")]
+
+
+def topk_nonzero(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the (at most) k largest non-zero scores, best first; sparse-friendly."""
+    nz = np.flatnonzero(scores)
+    if nz.size == 0:
+        return nz.astype(np.int64)
+    return nz[topk(scores[nz], k)].astype(np.int64)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RankParams:
+    """The knobs of the fusion (defaults: :mod:`._tuned`); the tuner passes others.
+
+    Attributes:
+        session_share: Share of the graph component that is session support
+            (the best other matching turn of the turn's session); the rest is
+            support from conversation neighbours.
+        question_pass: Share of its own score a turn that asks something
+            hands to the next turn when another speaker says it (the answer).
+        normalise_relevance: Stretch cosine relevance per query: the dense
+            candidates' cut-off maps to 0, the best to its own cosine.
+        time_share: Weight of the time / answer-type fit, as a share of
+            relevance + keyword, when the query has such a cue.
+        hop_decay: Neighbour support decay per hop beyond the first.
+        specific_boost: Keyword weight added on the auto path for queries with
+            exact anchors.
+        auto: Strategy per query type on the automatic path.
+        extended_cues: Read the newer query cues ("how many days between",
+            "last Saturday", errors); False reproduces the older reading.
+    """
+
+    session_share: float = _tuned.SESSION_SHARE
+    question_pass: float = _tuned.QUESTION_PASS
+    normalise_relevance: bool = bool(_tuned.NORMALISE_RELEVANCE)
+    time_share: float = _tuned.TIME_SHARE
+    hop_decay: float = _tuned.HOP_DECAY
+    specific_boost: float = _tuned.SPECIFIC_KEYWORD_BOOST
+    auto: Mapping[QueryType, Strategy] = dataclasses.field(default_factory=lambda: STRATEGY_FOR)
+    extended_cues: bool = True
+
+
+DEFAULT_PARAMS = RankParams()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ranking:
+    """What :func:`rank_memories` found.
+
+    Attributes:
+        strategy: The strategy used.
+        query_type: The classifier's reading of the query.
+        positions: Index positions of the ranked turns, best first (``k + 5``
+            at most: the tail is what was left out).
+        scores: Final score per ranked turn.
+        components: Component name -> value per ranked turn (weighted ones only).
+        hops: Hop count of the neighbour that carried a real share of the score (0 = none).
+        dense_rank: Position -> rank among the dense candidates.
+        keys: The query's entity keys.
+        related: Entities co-occurring with the query's, used by the entity component.
+        time_cue: The query's time / answer-type cue.
+    """
+
+    strategy: Strategy
+    query_type: QueryType
+    positions: np.ndarray
+    scores: np.ndarray
+    components: Mapping[str, np.ndarray]
+    hops: np.ndarray
+    dense_rank: Mapping[int, int]
+    keys: Sequence[str]
+    related: Sequence[str]
+    time_cue: TimeCue
+
+
+def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfig,
+             weights: Mapping[str, float] | None, params: RankParams) -> tuple[Strategy, dict[str, float]]:
+    strat = strategy or params.auto.get(qtype, Strategy.HYBRID)
+    raw = weights or (config.weights if strat is Strategy.HYBRID else PRESETS[strat])
+    w = {c: float(raw.get(c, 0.0)) for c in COMPONENTS}
+    if strategy is None and qtype is QueryType.SPECIFIC and strat is Strategy.HYBRID:
+        w["keyword"] += params.specific_boost  # exact anchors: lean on BM25
+    return strat, w
+
+
+def rank_memories(
+    idx: UserIndex,
+    query: str,
+    qvec: np.ndarray,
+    entities: Sequence[Entity],
+    *,
+    strategy: Strategy | None,
+    k: int,
+    now: float,
+    config: RetrievalConfig,
+    allowed: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
+    weights: Mapping[str, float] | None = None,
+    params: RankParams = DEFAULT_PARAMS,
+) -> Ranking:
+    """Rank one user's memories for ``query`` (call under the user's lock).
+
+    Candidates: exact cosine top-C, BM25 top-C, entity top-C, the newest C
+    (recency strategy) and the turns of a period the query names; each
+    candidate's conversation neighbours join them. Every candidate gets the
+    base components (relevance, keyword, entity, recency or time / answer-type
+    fit). A turn that asks something and is answered by another speaker hands
+    ``question_pass`` of its base score to the answer. The graph component
+    then adds the support of linked turns: the best neighbour within
+    ``graph_depth`` NEXT/PREV hops and the best other turn of the session.
+
+    Args:
+        idx: The user's index.
+        query: The query text.
+        qvec: Its embedding.
+        entities: Its entities.
+        strategy: A forced strategy, or None for the automatic choice.
+        k: Turns wanted (``k + 5`` are ranked; the tail is reported as left out).
+        now: Reference time (recency, "two weeks ago").
+        config: Weights, candidates, graph depth, half-life, relevance floor.
+        allowed: Positions a result may take (a session filter), or None.
+        exclude: Positions never returned (the recent window), or None.
+        weights: Weights overriding the strategy's.
+        params: Fusion knobs.
+    """
+    qtype = classify_query(query, entities)
+    strat, w = _weights(strategy, qtype, config, weights, params)
+    cue = time_cue(query, entities, now, extended=params.extended_cues) if strat in TIME_AWARE else TimeCue()
+    has_cue = bool(cue)
+    if has_cue:
+        # The query names a time (or asks for an error): the time component measures fit to it, not recency.
+        w["recency"] = max(w["recency"], params.time_share * (w["relevance"] + w["keyword"]))
+    total_w = sum(w.values()) or 1.0
+    w = {c: w[c] / total_w for c in COMPONENTS}
+    empty = Ranking(strat, qtype, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), {},
+                    np.zeros(0, dtype=np.int64), {}, [e.key for e in entities], [], cue)
+    n = len(idx)
+    if n == 0:
+        return empty
+    C = max(config.candidates, k)
+    ex = exclude if exclude is not None else np.zeros(0, dtype=np.int64)
+
+    parts: list[np.ndarray] = []
+    dense_rank: dict[int, int] = {}
+    dense_cut = 0.0
+    if w["relevance"] > 0 or strat is Strategy.HYBRID:
+        if allowed is None:
+            dpos, dsims = idx.dense_topk(qvec, C)
+        else:
+            sims = idx.dense(qvec, allowed)
+            top = topk(sims, C)
+            dpos, dsims = allowed[top], sims[top]
+        parts.append(dpos)
+        dense_rank = {int(p): r for r, p in enumerate(dpos.tolist())}
+        dense_cut = float(dsims[-1]) if dsims.size >= C else 0.0
+    keyword = np.zeros(n, dtype=np.float32)
+    if w["keyword"] > 0 or strat is Strategy.HYBRID:
+        keyword = idx.bm25(query)
+        if ex.size:
+            keyword[ex] = 0.0  # excluded turns (the recent window) must not set the scale
+        kmax = float(keyword.max())
+        if kmax > 0:
+            keyword /= kmax
+            parts.append(topk_nonzero(keyword, C))
+    keys = [e.key for e in entities]
+    entity, related = idx.entity_scores(keys)
+    if w["entity"] > 0:
+        parts.append(topk_nonzero(entity, C))
+    if strat is Strategy.RECENCY:
+        parts.append(topk(idx.timestamps.astype(np.float64), C))
+    if cue.window is not None:
+        inside = np.flatnonzero((idx.timestamps >= cue.window[0]) & (idx.timestamps < cue.window[1]))
+        if inside.size > C:
+            inside = inside[topk(idx.dense(qvec, inside), C)]
+        parts.append(inside)
+    cand = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    depth = config.graph_depth if w["graph"] > 0 else 0
+    if depth and cand.size:
+        cand = idx.expand(cand, depth)  # neighbours are scored too: the answer may be the next turn
+    if allowed is not None and cand.size:
+        cand = cand[np.isin(cand, allowed)]
+    if ex.size and cand.size:
+        cand = cand[~np.isin(cand, ex)]
+    if cand.size == 0:
+        return dataclasses.replace(empty, related=related)
+
+    cos = np.clip(idx.dense(qvec, cand), 0.0, 1.0)
+    relevance = cos
+    if params.normalise_relevance and cos.size:
+        # Scale-free relevance: the dense cut-off maps to 0, the best keeps its cosine (absolute
+        # confidence stays on the usual scale for the thresholds downstream).
+        hi = float(cos.max())
+        lo = min(dense_cut, hi)
+        if hi - lo > 1e-6:
+            relevance = (np.clip((cos - lo) / (hi - lo), 0.0, 1.0) * hi).astype(np.float32)
+    if has_cue:
+        tfit = np.zeros(cand.size, dtype=np.float32)
+        if cue.window is not None:
+            ts = idx.timestamps[cand]
+            tfit = ((ts >= cue.window[0]) & (ts < cue.window[1])).astype(np.float32)
+        if cue.asks_when:
+            tfit = np.maximum(tfit, idx.has_time[cand].astype(np.float32))
+        if cue.asks_error:
+            tfit = np.maximum(tfit, idx.has_error[cand].astype(np.float32))
+        time_comp = tfit
+    else:
+        time_comp = idx.recency(now, config.half_life_s, cand)
+    comp = {
+        "recency": time_comp,
+        "relevance": relevance,
+        "keyword": keyword[cand],
+        "entity": entity[cand],
+        "graph": np.zeros(cand.size, dtype=np.float32),
+    }
+    base = sum(w[c] * comp[c] for c in BASE)
+    assert isinstance(base, np.ndarray)
+    own = base
+    if params.question_pass > 0:
+        # A question (or request) answered by another speaker: the answer is what the user wants back,
+        # so the question keeps only part of its score and hands the rest to its answer.
+        asks = idx.answered(cand)
+        if asks.any():
+            q = np.flatnonzero(asks)
+            ans = _slots(cand, idx.next_positions(cand[q]))
+            ok = ans >= 0
+            gift = params.question_pass * base[q]
+            own = base.copy()
+            own[q] -= gift
+            np.add.at(own, ans[ok], gift[ok])
+    hops = np.zeros(cand.size, dtype=np.int64)
+    graph_w = w["graph"]
+    if depth:
+        b_total = sum(w[c] for c in BASE) or 1.0
+        near = (1.0 - params.session_share) * graph_w
+        nb, hops = idx.context(cand, base, depth, decay=params.hop_decay)
+        nb /= b_total
+        step = own + near * nb
+        sess = idx.session_context(cand, step) / (b_total + near)
+        comp["graph"] = np.minimum((1.0 - params.session_share) * nb + params.session_share * sess, 1.0)
+        # report a hop only where the neighbour carried a real share of the score
+        hops = np.where(near * nb >= 0.25 * (step + near * sess), hops, 0)
+    final = own + graph_w * comp["graph"]
+    if strat is Strategy.RELEVANCE:
+        final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
+    order = topk(final, k + 5)
+    if strat is not Strategy.RECENCY:
+        order = order[final[order] > 0]
+    used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
+    return Ranking(strat, qtype, cand[order], final[order].astype(np.float32), used, hops[order], dense_rank,
+                   keys, related, cue)

@@ -1,0 +1,267 @@
+"""``chatrecall mcp``: chatrecall as an MCP server (official ``mcp`` SDK, ``MCPServer``).
+
+Tools (none takes a user argument: the user is the server's or the token's):
+
+* ``remember(text, session_id?)`` - store a turn.
+* ``recall(message, k?)`` - the gated, budgeted retrieval: route, reasons,
+  items with scores and the formatted context block.
+* ``pin(text)`` / ``unpin(pin_id)`` / ``list_pins()`` - standing constraints.
+* ``forget(session_id?)`` - delete the user's memories (or one session's).
+
+Who the user is:
+
+* stdio (default): the server is bound to one user, ``--user``.
+* streamable HTTP (``--http PORT``): either bound to one user (``--user``;
+  anyone who can reach the port acts as that user, so it listens on
+  127.0.0.1 unless ``--host`` says otherwise), or ``--auth-file tokens.json``
+  mapping bearer tokens to users (``{"<token>": "<user_id>"}``). A request
+  without a valid token is refused with 401, and an MCP session stays bound
+  to the token that opened it.
+
+Example:
+    >>> server = build_server(fake_engine(), user_id="u1")  # doctest: +SKIP
+    >>> server.run()  # stdio  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .adapters._guard import require
+
+require("mcp.server.mcpserver", "mcp", package="mcp")
+
+from mcp.server.auth.middleware.auth_context import get_access_token  # noqa: E402
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser  # noqa: E402
+from mcp.server.auth.provider import AccessToken  # noqa: E402
+from mcp.server.auth.settings import AuthSettings  # noqa: E402
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from pydantic import AnyHttpUrl  # noqa: E402
+
+from ._version import __version__  # noqa: E402
+from .core import ChatRecall, ChatRecallError, ConfigError, RetrievalResult  # noqa: E402
+from .core._validate import check_id  # noqa: E402
+
+__all__ = ["DEFAULT_SESSION", "TokenFileVerifier", "build_server", "load_auth_file", "serve"]
+
+logger = logging.getLogger(__name__)
+
+#: Session of turns stored without a ``session_id``.
+DEFAULT_SESSION = "mcp"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def load_auth_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read ``{token: user_id}`` from a JSON file.
+
+    Raises:
+        ConfigError: The file is missing, not JSON, not an object of
+            non-empty strings, or a token is shorter than 16 characters.
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"--auth-file {str(p)!r} cannot be read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--auth-file {str(p)!r} is not JSON ({exc}): write {{\"<token>\": \"<user_id>\"}}") from None
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"--auth-file {str(p)!r} must hold a non-empty JSON object {{\"<token>\": \"<user_id>\"}}")
+    for token, user in data.items():
+        if not isinstance(token, str) or len(token) < 16 or token != token.strip():
+            raise ConfigError(f"--auth-file {str(p)!r}: every token must be a string of 16+ characters without "
+                              f"surrounding spaces (one is {len(token) if isinstance(token, str) else token!r} long)")
+        if not isinstance(user, str) or not user.strip():
+            raise ConfigError(f"--auth-file {str(p)!r}: the user of a token must be a non-empty string, got {user!r}")
+    return dict(data)
+
+
+class TokenFileVerifier:
+    """Bearer tokens -> users, from a ``{token: user_id}`` mapping (tokens kept only as hashes).
+
+    Example:
+        >>> v = TokenFileVerifier({"s3cret-token-for-alice": "alice"})
+    """
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self._users = {_digest(t): u for t, u in tokens.items()}
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The access token of ``token``'s user (``client_id`` = user id), or None."""
+        user = self._users.get(_digest(token))
+        if user is None:
+            return None
+        return AccessToken(token=_digest(token), client_id=user, scopes=["chatrecall"], subject=user)
+
+
+def _summary(res: RetrievalResult) -> dict[str, Any]:
+    return {
+        "route": res.route.value,
+        "gate_route": res.gate.route.value,
+        "confidence": res.gate.confidence,
+        "reasons": [{"category": r.category, "match": r.match, "weight": r.weight} for r in res.gate.reasons],
+        "items": [
+            {"id": i.id, "text": i.text, "source": i.source, "score": i.score, "components": dict(i.components),
+             "why": i.why, "session_id": i.record.session_id if i.record else None}
+            for i in res.items
+        ],
+        "pins": [{"id": p.id, "text": p.text} for p in res.pins],
+        "tokens_used": res.tokens_used,
+        "notes": list(res.notes),
+        "context": res.context,
+    }
+
+
+def build_server(
+    engine: ChatRecall,
+    *,
+    user_id: str | None = None,
+    tokens: Mapping[str, str] | None = None,
+    session_id: str = DEFAULT_SESSION,
+    public_url: str = "http://127.0.0.1:8000",
+    name: str = "chatrecall",
+) -> MCPServer:
+    """An MCP server exposing one engine's memory to one user, or to token holders.
+
+    Args:
+        engine: The :class:`ChatRecall` engine.
+        user_id: Bind every call to this user (stdio, or HTTP on a trusted port).
+        tokens: ``{token: user_id}``; each call acts for its bearer token's user
+            (HTTP only). Exactly one of ``user_id`` and ``tokens``.
+        session_id: Session of turns stored without one, and of ``recall``'s
+            recent window.
+        public_url: The server's base URL (names the protected resource in
+            the 401 answers of a token server).
+        name: Server name shown to clients.
+
+    Raises:
+        ConfigError: Neither or both of ``user_id`` and ``tokens``, or a bad id.
+    """
+    if (user_id is None) == (tokens is None):
+        raise ConfigError("give exactly one of user_id=... (one user) or tokens={token: user_id} (bearer tokens)")
+    if not isinstance(engine, ChatRecall):
+        raise ConfigError(f"engine={engine!r:.60} is invalid: pass a ChatRecall")
+    try:
+        bound = None if user_id is None else check_id("user_id", user_id, engine.limits)
+        default_session = check_id("session_id", session_id, engine.limits)
+        for user in (tokens or {}).values():
+            check_id("user_id (in the auth file)", user, engine.limits)
+    except ChatRecallError as exc:
+        raise ConfigError(str(exc)) from None
+
+    kwargs: dict[str, Any] = {}
+    if tokens is not None:
+        kwargs["token_verifier"] = TokenFileVerifier(tokens)
+        # The verifier only knows tokens issued for this server: no audience to check.
+        url = AnyHttpUrl(public_url)
+        kwargs["auth"] = AuthSettings(issuer_url=url, resource_server_url=url, validate_token_resource=False)
+    server: MCPServer = MCPServer(name, version=__version__, log_level="WARNING",
+                                  instructions="Long-term memory of the user: remember turns, recall what matters "
+                                               "for a message, pin standing constraints.", **kwargs)
+
+    def caller(ctx: Context) -> str:
+        """The user of this call: the bound one, or the bearer token's."""
+        if bound is not None:
+            return bound
+        request = getattr(ctx.request_context, "request", None) if ctx is not None else None
+        user = getattr(request, "scope", {}).get("user") if request is not None else None
+        token = user.access_token if isinstance(user, AuthenticatedUser) else get_access_token()
+        if token is None or not token.client_id:
+            raise ToolError("unauthenticated: send Authorization: Bearer <token>")
+        return token.client_id
+
+    async def run(coro: Any) -> Any:
+        try:
+            return await coro
+        except ChatRecallError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(description="Store a message (a conversation turn) in the user's long-term memory.")
+    async def remember(text: str, ctx: Context, session_id: str | None = None) -> dict[str, Any]:
+        sid = session_id or default_session
+        mid = await run(engine.aadd(text, user_id=caller(ctx), session_id=sid))
+        return {"id": mid, "session_id": sid}
+
+    @server.tool(description="What the assistant should know to answer this message: decides whether memory is "
+                             "needed (route and reasons), returns the items with scores and the context block.")
+    async def recall(message: str, ctx: Context, k: int | None = None) -> dict[str, Any]:
+        res = await run(engine.aretrieve(message, user_id=caller(ctx), session_id=default_session, k=k))
+        return _summary(res)
+
+    @server.tool(description="Pin a standing constraint (e.g. 'We use Postgres, not SQLite'); it is included in "
+                             "every recall until unpinned.")
+    async def pin(text: str, ctx: Context) -> dict[str, Any]:
+        p = await run(engine.apin(text, user_id=caller(ctx)))
+        return {"id": p.id, "text": p.text}
+
+    @server.tool(description="Remove a pinned constraint by its id (see list_pins).")
+    async def unpin(pin_id: str, ctx: Context) -> dict[str, Any]:
+        p = await run(engine.aunpin(pin_id, user_id=caller(ctx)))
+        return {"id": p.id, "text": p.text}
+
+    @server.tool(description="The user's pinned constraints with their ids, oldest first.")
+    async def list_pins(ctx: Context) -> dict[str, Any]:
+        pins = await run(engine.apins(caller(ctx)))
+        return {"pins": [{"id": p.id, "text": p.text, "session_id": p.session_id} for p in pins]}
+
+    @server.tool(description="Delete the user's memories and pins: one session's, or all of them.")
+    async def forget(ctx: Context, session_id: str | None = None) -> dict[str, Any]:
+        rep = await run(engine.aforget(caller(ctx), session_id))
+        return {"memories": rep.memories, "pins": rep.pins, "session_id": rep.session_id}
+
+    return server
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    engine: ChatRecall,
+    *,
+    user_id: str | None = None,
+    auth_file: str | os.PathLike[str] | None = None,
+    http_port: int | None = None,
+    host: str = "127.0.0.1",
+    session_id: str = DEFAULT_SESSION,
+) -> None:
+    """Run the server: stdio for one user, or streamable HTTP on ``http_port``.
+
+    Raises:
+        ConfigError: An invalid combination (tokens over stdio, a port out of
+            range, neither ``user_id`` nor ``auth_file``).
+    """
+    tokens = load_auth_file(auth_file) if auth_file is not None else None
+    if http_port is None:
+        if tokens is not None or user_id is None:
+            raise ConfigError("a stdio server is bound to one user: pass --user USER (--auth-file needs --http PORT)")
+        build_server(engine, user_id=user_id, session_id=session_id).run("stdio")
+        return
+    if not isinstance(http_port, int) or not 1 <= http_port <= 65535:
+        raise ConfigError(f"--http {http_port!r} is invalid: a TCP port from 1 to 65535")
+    if (user_id is None) == (tokens is None):
+        raise ConfigError("over HTTP pass exactly one of --user USER (bound to one user) or --auth-file FILE (tokens)")
+    if user_id is not None and not _is_loopback(host):
+        print(f"warning: --user {user_id!r} on {host}: anyone reaching port {http_port} acts as that user; "
+              "use --auth-file for a shared network", file=sys.stderr)
+    url_host = f"[{host}]" if ":" in host else host
+    server = build_server(engine, user_id=user_id, tokens=tokens, session_id=session_id,
+                          public_url=f"http://{url_host}:{http_port}")
+    server.run("streamable-http", host=host, port=http_port)

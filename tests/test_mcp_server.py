@@ -1,0 +1,258 @@
+"""``chatrecall mcp`` through the official SDK's real client: stdio and streamable HTTP, with refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp.server.mcpserver")
+
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from chatrecall.core import ConfigError
+from chatrecall.mcp_server import build_server, load_auth_file, serve
+from chatrecall.testing import fake_engine
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+TOKENS = {"alice-token-0123456789": "alice", "bob-token-0123456789ab": "bob"}
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+QUESTION = "Remember which database the billing service runs on?"
+
+
+def _cli(path: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "chatrecall", "--path", str(path), "mcp", *args]
+
+
+def _stdio(path: Path, *args: str) -> Client:
+    return Client(StdioServerParameters(command=sys.executable, args=_cli(path, *args)[1:], env=ENV))
+
+
+def _http(url: str, token: str | None) -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60)))
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mcp server exited {proc.returncode}: {log.read_text()[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"mcp server not up on {port}: {log.read_text()[-2000:]}")
+
+
+def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    log = tmp_path / f"mcp-{port}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(_cli(tmp_path / "db", "--http", str(port), *args), env=ENV, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    _wait_port(port, proc, log)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def token_server(tmp_path: Path) -> Iterator[str]:
+    auth = tmp_path / "tokens.json"
+    auth.write_text(json.dumps(TOKENS))
+    proc, url = _start(tmp_path, "--auth-file", str(auth), "--embedder", "hash")
+    try:
+        yield url
+    finally:
+        _stop(proc)
+
+
+async def _call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    res = await client.call_tool(tool, args)
+    assert not res.is_error, res.content
+    assert res.structured_content is not None
+    return res.structured_content
+
+
+async def _conversation(client: Client) -> None:
+    """The whole tool set, as one user."""
+    names = {t.name for t in (await client.list_tools()).tools}
+    assert names == {"remember", "recall", "pin", "unpin", "list_pins", "forget"}
+    for tool in (await client.list_tools()).tools:  # no tool lets a client name a user
+        assert not {"user", "user_id"} & set(tool.input_schema.get("properties", {})), tool.name
+    await _call(client, "remember", text="The billing service runs on Postgres 16.", session_id="last-week")
+    await _call(client, "remember", text="The team offsite is in Annecy.", session_id="last-week")
+    res = await _call(client, "recall", message=QUESTION, k=2)
+    assert res["route"] == "memory" and res["reasons"]
+    assert res["items"][0]["text"] == "The billing service runs on Postgres 16."
+    assert isinstance(res["items"][0]["score"], float) and res["items"][0]["components"]
+    assert "Postgres 16" in res["context"]
+    pin = await _call(client, "pin", text="Answer in British English.")
+    assert [p["id"] for p in (await _call(client, "list_pins"))["pins"]] == [pin["id"]]
+    assert "British English" in (await _call(client, "recall", message="hello there"))["context"]
+    await _call(client, "unpin", pin_id=pin["id"])
+    assert (await _call(client, "list_pins"))["pins"] == []
+    bad = await client.call_tool("unpin", {"pin_id": "pin-unknown"})
+    assert bad.is_error and "no pin with id 'pin-unknown'" in bad.content[0].text  # type: ignore[union-attr]
+    bad = await client.call_tool("remember", {"text": "   "})
+    assert bad.is_error and "must not be empty" in bad.content[0].text  # type: ignore[union-attr]
+    assert (await _call(client, "forget", session_id="last-week"))["memories"] == 2
+    assert (await _call(client, "recall", message=QUESTION))["items"] == []
+
+
+# ---------------------------------------------------------------- stdio
+def test_stdio_server_hash(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with _stdio(tmp_path / "db", "--user", "alice", "--embedder", "hash") as client:
+            await _conversation(client)
+
+    asyncio.run(main())
+
+
+@pytest.mark.model
+def test_stdio_server_real_model_and_user_binding(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with _stdio(tmp_path / "db", "--user", "alice") as client:
+            await _conversation(client)
+            await _call(client, "remember", text="Alice's secret: the vault code is 4711.", session_id="s9")
+        async with _stdio(tmp_path / "db", "--user", "bob") as client:  # same store, other user
+            res = await _call(client, "recall", message="Remember the vault code we discussed?")
+            assert res["items"] == [] and "4711" not in res["context"]
+
+    asyncio.run(main())
+
+
+# ---------------------------------------------------------------- HTTP with tokens
+def test_http_tokens_keep_users_apart(token_server: str) -> None:
+    async def main() -> None:
+        async with _http(token_server, "alice-token-0123456789") as alice:
+            await _conversation(alice)
+            await _call(alice, "remember", text="The billing service runs on Postgres 16.", session_id="s1")
+            await _call(alice, "pin", text="Alice pins: use metric units.")
+        async with _http(token_server, "bob-token-0123456789ab") as bob:
+            res = await _call(bob, "recall", message=QUESTION)
+            assert res["items"] == [] and "Postgres" not in res["context"] and "metric" not in res["context"]
+            assert (await _call(bob, "list_pins"))["pins"] == []
+            bad = await bob.call_tool("forget", {})
+            assert bad.is_error and "nothing stored for user 'bob'" in bad.content[0].text  # type: ignore[union-attr]
+        async with _http(token_server, "alice-token-0123456789") as alice:
+            pins = (await _call(alice, "list_pins"))["pins"]
+            assert [p["text"] for p in pins] == ["Alice pins: use metric units."]
+            async with _http(token_server, "bob-token-0123456789ab") as bob:  # Bob cannot unpin Alice's pin
+                bad = await bob.call_tool("unpin", {"pin_id": pins[0]["id"]})
+                assert bad.is_error and "for user 'bob'" in bad.content[0].text  # type: ignore[union-attr]
+            assert len((await _call(alice, "list_pins"))["pins"]) == 1
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token-0123456789", "alice-token-0123456789x"])
+def test_http_without_a_valid_token_is_refused(token_server: str, token: str | None) -> None:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    r = httpx2.post(token_server, json=body, headers={**headers, "Accept": "application/json, text/event-stream"})
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"].startswith("Bearer")
+
+    async def main() -> None:
+        async with _http(token_server, token) as client:
+            await client.list_tools()
+
+    with pytest.raises(BaseException):  # noqa: B017 - the client fails to connect (401), whatever it wraps it in
+        asyncio.run(main())
+
+
+def test_http_session_stays_bound_to_its_token(token_server: str) -> None:
+    """Bob cannot ride Alice's MCP session by sending her session id with his token."""
+    accept = {"Accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    r = httpx2.post(token_server, json=init, headers={**accept, "Authorization": "Bearer alice-token-0123456789"})
+    assert r.status_code == 200
+    sid = r.headers["mcp-session-id"]
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_pins", "arguments": {}}}
+    r = httpx2.post(token_server, json=call, headers={**accept, "Authorization": "Bearer bob-token-0123456789ab",
+                                                      "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"})
+    assert r.status_code in (403, 404), r.text
+
+
+def test_http_bound_to_one_user(tmp_path: Path) -> None:
+    proc, url = _start(tmp_path, "--user", "carol", "--embedder", "hash")
+    try:
+        async def main() -> None:
+            async with _http(url, None) as client:
+                await _call(client, "remember", text="The billing service runs on Postgres 16.", session_id="s1")
+                res = await _call(client, "recall", message=QUESTION)
+                assert [i["text"] for i in res["items"]] == ["The billing service runs on Postgres 16."]
+
+        asyncio.run(main())
+    finally:
+        _stop(proc)
+
+
+# ---------------------------------------------------------------- configuration errors
+def test_configuration_errors(tmp_path: Path) -> None:
+    cr = fake_engine()
+    with pytest.raises(ConfigError, match="exactly one"):
+        build_server(cr)
+    with pytest.raises(ConfigError, match="exactly one"):
+        build_server(cr, user_id="a", tokens=TOKENS)
+    with pytest.raises(ConfigError, match="user_id"):
+        build_server(cr, user_id="")
+    with pytest.raises(ConfigError, match="bound to one user"):
+        serve(cr)
+    with pytest.raises(ConfigError, match="needs --http"):
+        auth = tmp_path / "t.json"
+        auth.write_text(json.dumps(TOKENS))
+        serve(cr, auth_file=auth)
+    with pytest.raises(ConfigError, match="exactly one"):
+        serve(cr, http_port=8080)
+    with pytest.raises(ConfigError, match="65535"):
+        serve(cr, user_id="a", http_port=70000)
+    for content, msg in [("{", "not JSON"), ("[]", "non-empty JSON object"), ('{"short": "a"}', "16"),
+                         ('{"long-enough-token-123": ""}', "non-empty string")]:
+        bad = tmp_path / "bad.json"
+        bad.write_text(content)
+        with pytest.raises(ConfigError, match=msg):
+            load_auth_file(bad)
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_auth_file(tmp_path / "missing.json")
+
+
+def test_cli_refuses_stdio_without_user(tmp_path: Path) -> None:
+    proc = subprocess.run(_cli(tmp_path / "db", "--embedder", "hash"), env=ENV, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "--user" in proc.stdout + proc.stderr
+
+
+def test_mcp_server_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)
+    monkeypatch.delitem(sys.modules, "chatrecall.mcp_server", raising=False)
+    with pytest.raises(ImportError, match=r"chatrecall\[mcp\]"):
+        importlib.import_module("chatrecall.mcp_server")
