@@ -21,6 +21,8 @@ run() { echo; echo "== chatrecall bench $*"; "$PY" -m chatrecall bench "$@"; }
 
 run locomo "$DATA/locomo/locomo_dev.json" --out "$OUT/locomo.json"
 run longmemeval "$DATA/longmemeval/longmemeval_s_dev60.json.gz" --out "$OUT/longmemeval.json"
+run replay "$DATA/locomo/locomo_dev.json" --out "$OUT/replay_locomo.json"
+run replay "$DATA/longmemeval/longmemeval_s_dev60.json.gz" --out "$OUT/replay_longmemeval.json"
 run gating "$DATA/gating/cast_needs_history_labels.jsonl" --text-field raw_utterance \
     --label-field needs_history --out "$OUT/gating_cast.json"
 run gating "$DATA/gating/ikat2023_memory_labels.jsonl" --text-field utterance \

@@ -408,7 +408,7 @@ def _result_json(res: RetrievalResult) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- pins
 
-def _find_pin(cr: ChatRecall, user: str, given: str) -> str:
+def _find_pin(cr: ChatRecall, user: str, given: str, namespace: str = "chatrecall") -> str:
     """The id of the user's pin ``given`` names: the full id or a unique prefix (with or without ``pin-``)."""
     ids = [p.id for p in cr.pins(user)]
     if given in ids:
@@ -417,7 +417,8 @@ def _find_pin(cr: ChatRecall, user: str, given: str) -> str:
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise ChatRecallError(f"user {user!r} has no pin {given!r}; list them with: chatrecall pins --user {user}")
+        raise ChatRecallError(f"user {user!r} has no pin {given!r}; list them with: chatrecall pins --user {user}"
+                              + (f" --namespace {namespace}" if namespace != "chatrecall" else ""))
     raise ChatRecallError(f"{given!r} matches {len(hits)} pins of user {user!r} ({', '.join(hits)}); "
                           "give more of the id")
 
@@ -429,17 +430,27 @@ def cmd_pins(args: argparse.Namespace) -> int:
             p = cr.pin(args.add, user_id=args.user, session_id=args.session)
         console.print(f"[green]pinned[/] {p.id}", highlight=False, soft_wrap=True)
     if args.remove is not None:
-        pid = _find_pin(cr, args.user, args.remove)
+        pid = _find_pin(cr, args.user, args.remove, args.namespace)
         cr.unpin(pid, user_id=args.user)
         console.print(f"[yellow]unpinned[/] {pid}", highlight=False, soft_wrap=True)
-    t = Table(title=f"pins of {args.user}")
-    t.add_column("id", no_wrap=True, min_width=36)
-    t.add_column("session", no_wrap=True)
-    t.add_column("tokens", justify="right")
-    t.add_column("text", overflow="fold")
-    for p in cr.pins(args.user, args.session):
-        t.add_row(p.id, p.session_id or "*", str(p.tokens), Text(p.text))
-    console.print(t)
+    pins = cr.pins(args.user, args.session)
+    if not pins:
+        console.print(f"user {args.user!r} has no pins in namespace {args.namespace!r}", highlight=False)
+    elif console.width < 100:  # narrow terminal: whole ids on their own lines, text below
+        console.print(f"[bold]pins of {escape(args.user)}[/]", highlight=False)
+        for p in pins:
+            console.print(f"{p.id}  session {p.session_id or '*'}, {p.tokens} tokens", highlight=False,
+                          soft_wrap=True)
+            console.print(Text("    " + p.text))
+    else:
+        t = Table(title=f"pins of {args.user}")
+        t.add_column("id", no_wrap=True, min_width=36)
+        t.add_column("session", no_wrap=True)
+        t.add_column("tokens", justify="right")
+        t.add_column("text", overflow="fold")
+        for p in pins:
+            t.add_row(p.id, p.session_id or "*", str(p.tokens), Text(p.text))
+        console.print(t)
     return 0
 
 

@@ -6,6 +6,7 @@ bundled model directory (the model itself is never loaded unless a test embeds).
 
 from __future__ import annotations
 
+import inspect
 import pydoc
 import socket
 import sys
@@ -171,7 +172,7 @@ def test_gate_config_repr_and_help_are_short() -> None:
     r = repr(GateConfig())
     assert len(r) < 400 and "(?" not in r and "\\b" not in r, r
     assert "GateConfig(" in r and "patterns" in r
-    doc = pydoc.render_doc(GateConfig, renderer=pydoc.plaintext)
+    doc = pydoc.plain(pydoc.render_doc(GateConfig))
     assert len(doc) < 12_000, len(doc)
 
 
@@ -231,7 +232,8 @@ def test_lazy_model_loads_on_first_embedding_without_progress_bars(tmp_path: Pat
     pytest.importorskip("sentence_transformers")
     from chatrecall.adapters.sentence_transformers import SentenceTransformerEmbedder
 
-    emb = SentenceTransformerEmbedder()
+    kw: dict[str, Any] = {"backend": "torch"} if "backend" in inspect.signature(SentenceTransformerEmbedder).parameters else {}
+    emb = SentenceTransformerEmbedder(**kw)  # the PyTorch model: loaded on the first embedding
     assert emb.loaded is False and emb.dim == 384
     vec = emb.embed_query("hello")
     assert vec.shape == (384,) and emb.loaded is True

@@ -642,3 +642,67 @@ class IndexedHaystack:
         for p in r.positions[:k].tolist():
             out.extend(self.id_keys[self.index.records[p].id])
         return out
+
+
+def rank_haystack(
+    names: Sequence[str],
+    engine: Any,
+    emb: CachingEmbedder,
+    user: str,
+    keys: Sequence[str],
+    texts: Sequence[str],
+    meta: Sequence[Mapping[str, Any]],
+    queries: Sequence[str],
+    k: int,
+    secs: dict[str, float],
+    *,
+    on_query: Callable[[], None] | None = None,
+    before_forget: Callable[[Mapping[str, list[str]], Mapping[str, Ranker]], None] | None = None,
+) -> dict[str, list[list[str]]]:
+    """The evaluation loop every quality harness shares, over one haystack.
+
+    Embeds the haystack and the queries (so the timings below are search
+    alone), indexes it in every baseline and ingests it into ``engine`` as
+    ``user``, ranks every query with every system (``secs[name]`` accumulates
+    the search time), calls ``before_forget(id_keys, rankers)`` (token study),
+    then releases the haystack.
+
+    Returns:
+        System name -> per query, the caller keys best first (``k`` turns).
+    """
+    import contextlib
+
+    from chatrecall.core import NotFoundError
+
+    emb.embed_documents(list(texts))
+    for q in queries:
+        emb.embed_query(q)
+    rankers = baseline_rankers([n for n in names if n in BASELINE_SYSTEMS], emb)
+    for r in rankers.values():
+        r.index(keys, texts, meta)
+    id_keys: dict[str, list[str]] = {}
+    if engine is not None:
+        with contextlib.suppress(NotFoundError):  # nothing stored yet
+            engine.forget(user)
+        id_keys = ingest_haystack(engine, user, keys, texts, meta)
+    out: dict[str, list[list[str]]] = {n: [] for n in names}
+    for q in queries:
+        for n in names:
+            t0 = time.perf_counter()
+            if n in CHATRECALL_SYSTEMS:
+                items = engine.search(q, user_id=user, k=k, strategy=CHATRECALL_SYSTEMS[n])
+                ranked = [key for it in items for key in id_keys.get(it.id, ())]
+            else:
+                ranked = rankers[n].rank(q, k)
+            secs[n] = secs.get(n, 0.0) + time.perf_counter() - t0
+            out[n].append(ranked)
+        if on_query is not None:
+            on_query()
+    if before_forget is not None:
+        before_forget(id_keys, rankers)
+    for r in rankers.values():
+        r.close()
+    if engine is not None:
+        with contextlib.suppress(NotFoundError):
+            engine.forget(user)
+    return out

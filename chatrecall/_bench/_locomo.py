@@ -17,7 +17,6 @@ than sessions (extra dates ignored).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import time
@@ -28,20 +27,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from chatrecall.core import NotFoundError
-
 from ._common import (
-    BASELINE_SYSTEMS,
     CHATRECALL_SYSTEMS,
     CachingEmbedder,
     MutableClock,
     baseline_rankers,
     embed_cache_dir,
-    ingest_haystack,
     make_chatrecall,
     mean,
     parse_systems,
     progress,
+    rank_haystack,
     real_embedder,
     target,
 )
@@ -244,41 +240,24 @@ def run_locomo(
         for conv in convs:
             clock.t = conv.now
             user = f"locomo-{conv.sample_id}"
-            prog.update(task, description=f"LoCoMo {conv.sample_id}: embedding {len(conv.texts)} turns")
-            emb.embed_documents(conv.texts)
-            rankers = baseline_rankers([n for n in names if n in BASELINE_SYSTEMS], emb)
-            for r in rankers.values():
-                r.index(conv.keys, conv.texts, conv.meta)
-            id_keys: dict[str, list[str]] = {}
-            if engine is not None:
-                with contextlib.suppress(NotFoundError):  # nothing stored yet
-                    engine.forget(user)
-                id_keys = ingest_haystack(engine, user, conv.keys, conv.texts, conv.meta)
-            for q in conv.questions:  # query vectors first: ms_per_query then times the search alone
-                emb.embed_query(q.question)
-            prog.update(task, description=f"LoCoMo {conv.sample_id}: {len(conv.questions)} questions")
-            for q in conv.questions:
-                for n in names:
-                    t0 = time.perf_counter()
-                    if n in CHATRECALL_SYSTEMS:
-                        assert engine is not None
-                        items = engine.search(q.question, user_id=user, k=kmax, strategy=CHATRECALL_SYSTEMS[n])
-                        ranked = [key for it in items for key in id_keys.get(it.id, ())]
-                    else:
-                        ranked = rankers[n].rank(q.question, kmax)
-                    secs[n] += time.perf_counter() - t0
-                    per_sys[n].append((q.category, q.evidence, ranked))
-                prog.advance(task)
-            if tokens and engine is not None:
+            prog.update(task, description=f"LoCoMo {conv.sample_id}: {len(conv.texts)} turns, "
+                                          f"{len(conv.questions)} questions")
+
+            def token_study(id_keys: Mapping[str, list[str]], rankers: Mapping[str, Any],
+                            conv: Conversation = conv, user: str = user) -> None:
+                if not tokens or engine is None:
+                    return
                 dense = rankers.get("dense_only")
                 if dense is None:
                     dense = baseline_rankers(["dense_only"], emb)["dense_only"]
                     dense.index(conv.keys, conv.texts, conv.meta)
                 _token_study(engine, conv, user, dense.rank, tok_rows, 6, (1, 2, 3, 5, 10, 25, 50, 100), id_keys)
-            for r in rankers.values():
-                r.close()
-            if engine is not None:
-                engine.forget(user)
+
+            ranked = rank_haystack(names, engine, emb, user, conv.keys, conv.texts, conv.meta,
+                                   [q.question for q in conv.questions], kmax, secs,
+                                   on_query=lambda: prog.advance(task), before_forget=token_study)
+            for n in names:
+                per_sys[n].extend((q.category, q.evidence, r) for q, r in zip(conv.questions, ranked[n]))
     emb.save()
     if engine is not None:
         engine.close()

@@ -26,18 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
-    BASELINE_SYSTEMS,
     CHATRECALL_SYSTEMS,
     CachingEmbedder,
     MutableClock,
-    baseline_rankers,
     embed_cache_dir,
-    ingest_haystack,
     make_chatrecall,
     mean,
     ndcg_official,
     parse_systems,
     progress,
+    rank_haystack,
     real_embedder,
     target,
 )
@@ -168,28 +166,10 @@ def run_longmemeval(
         for q in questions:
             prog.update(task, description=f"LongMemEval {q.qid}: {len(q.texts)} user turns")
             clock.t = q.now
-            emb.embed_documents(q.texts)
-            emb.embed_query(q.question)
-            user = f"lme-{q.qid}"
-            if engine is not None:
-                id_keys = ingest_haystack(engine, user, q.keys, q.texts, q.meta)
-            rankers = baseline_rankers([n for n in names if n in BASELINE_SYSTEMS], emb)
-            for r in rankers.values():
-                r.index(q.keys, q.texts, q.meta)
+            ranked = rank_haystack(names, engine, emb, f"lme-{q.qid}", q.keys, q.texts, q.meta, [q.question],
+                                   depth, secs)
             for n in names:
-                t0 = time.perf_counter()
-                if n in CHATRECALL_SYSTEMS:
-                    assert engine is not None
-                    items = engine.search(q.question, user_id=user, k=depth, strategy=CHATRECALL_SYSTEMS[n])
-                    ranked = [key for it in items for key in id_keys.get(it.id, ())]
-                else:
-                    ranked = rankers[n].rank(q.question, depth)
-                secs[n] += time.perf_counter() - t0
-                rows[n].append((q.qtype, score_ranking(ranked, q.gold_turns, q.gold_sessions)))
-            for r in rankers.values():
-                r.close()
-            if engine is not None:
-                engine.forget(user)
+                rows[n].append((q.qtype, score_ranking(ranked[n][0], q.gold_turns, q.gold_sessions)))
             prog.advance(task)
             if prog.tasks[task].completed % 10 == 0:
                 emb.save()

@@ -299,10 +299,14 @@ class OnnxEncoder:
                 single = self._session(file, 1)
             except Exception:  # noqa: BLE001 - a torn or corrupted cache file: export again, once
                 file.unlink(missing_ok=True)
-                if self.quantized:
+                try:
+                    file = self.model_path()  # int8: quantised again from the cached float32 graph
+                    single = self._session(file, 1)
+                except Exception:  # noqa: BLE001 - the float32 graph is bad too: export from scratch
+                    file.unlink(missing_ok=True)
                     (file.parent / "model.onnx").unlink(missing_ok=True)
-                file = self.model_path()
-                single = self._session(file, 1)
+                    file = self.model_path()
+                    single = self._session(file, 1)
             self._inputs = [i.name for i in single.get_inputs()]
             self._tok, self.model_file, self._single = tok, file, single
 

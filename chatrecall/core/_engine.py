@@ -28,10 +28,10 @@ from ._errors import (
 from ._format import chunk_text, format_context
 from ._gate import Gate, GateConfig
 from ._index import UserIndex, tokenize
-from ._snapshot import SnapshotCache
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
 from ._ranking import DEFAULT_PARAMS, PRESETS, rank_memories, topk, topk_nonzero
+from ._snapshot import SnapshotCache
 from ._tokens import as_token_counter, truncate_to_tokens
 from ._types import (
     COLLECTION_CORPUS,
@@ -65,6 +65,8 @@ _HOP_DECAY = DEFAULT_PARAMS.hop_decay
 #: searches) stop being asked on every search.
 _FRESH_MS = 2.0
 _FRESH_MIN_PROBES = 3
+#: Shared store: least seconds between two re-reads of one user's ids (see _probe_shared).
+_RESYNC_S = 1.0
 
 #: Fixed weight presets of the single strategies (hybrid uses the config weights); from ``_tuned``.
 _PRESETS = PRESETS
@@ -89,6 +91,9 @@ class _UserState:
     correction_pending: set[str] = dataclasses.field(default_factory=set)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
+    #: Shared store: memories-collection count at this user's last resync (None: never), and its time.
+    seen_total: int | None = None
+    resynced_at: float = float("-inf")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -369,6 +374,8 @@ class ChatRecall(_AsyncMixin):
                 self.store.upsert(COLLECTION_MEMORIES, records, emb)
                 t2 = time.perf_counter()
                 st.index.add(records, emb)
+                if st.seen_total is not None:  # our own write must not look like another process's
+                    st.seen_total += len(records)
                 self.metrics.observe("latency_ms.write_embed", (t1 - t0) * 1e3)
                 self.metrics.observe("latency_ms.write_store", (t2 - t1) * 1e3)
                 self.metrics.incr("memories_stored", len(records))
@@ -707,6 +714,9 @@ class ChatRecall(_AsyncMixin):
         now = time.monotonic()
         probes, ewma, last = self._fresh_n, self._fresh_ms, self._fresh_at
         shared = bool(getattr(self.store, "shared", False))  # a server other processes write to: always ask
+        if shared and callable(getattr(self.store, "ids", None)):
+            self._probe_shared(st, user_id, now)
+            return
         if not shared and probes >= _FRESH_MIN_PROBES and ewma > _FRESH_MS and now - last < self._sync_interval:
             return
         t0 = time.perf_counter()
@@ -725,6 +735,39 @@ class ChatRecall(_AsyncMixin):
         unknown = [h.record.id for h in hits if h.record.id not in st.index]
         if unknown:
             self._pull(st, unknown)
+
+    def _probe_shared(self, st: _UserState, user_id: str, now: float) -> None:
+        """Server store: one collection count per search; the user's ids are re-read only when it moved.
+
+        Bound: a write or delete by another process that changes the count of
+        the memories collection is in this index at the first search starting
+        ``_RESYNC_S`` (1 s) or more after the user's previous resync; one that
+        leaves the count unchanged (a delete plus an add) within
+        ``sync_interval_s`` (the periodic reload).
+        """
+        if now - st.resynced_at < _RESYNC_S:
+            return
+        try:
+            total = self.store.count(COLLECTION_MEMORIES)
+            if total == st.seen_total:
+                st.degraded = None
+                return
+            ids = self.store.ids(COLLECTION_MEMORIES, {"user_id": user_id})  # type: ignore[attr-defined]
+        except StoreError as exc:  # the cached index still answers; retrieve reports it as degraded
+            st.degraded = f"freshness probe failed: {type(exc).__name__}"
+            self.metrics.incr("degraded")
+            return
+        st.degraded = None
+        stored = set(ids)
+        with st.lock:
+            gone = [rid for rid in st.index.pos if rid not in stored]
+            if gone:
+                st.index.remove(gone)
+            missing = [rid for rid in ids if rid not in st.index]
+        if missing:
+            self._pull(st, missing)
+        st.seen_total, st.resynced_at = total, now
+        self.metrics.incr("fresh_resyncs")
 
     @staticmethod
     def _why(rec: Record, comps: Mapping[str, float], dense_rank: int | None, keys: Sequence[str],

@@ -69,15 +69,26 @@ def _stem(w: str) -> str:
     return w
 
 
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
 def tokenize(text: str) -> list[str]:
-    """BM25 terms: casefolded words minus stopwords, lightly stemmed."""
+    """BM25 terms: casefolded words minus stopwords, lightly stemmed.
+
+    A camel-case word also yields its parts (``OperationalError`` -> itself,
+    ``operational``, ``error``), so "that error" finds the exception name.
+    """
     out = []
-    for w in _WORD.findall(text.casefold()):
-        w = w.replace("’", "'")
+    for raw in _WORD.findall(text):
+        w = raw.casefold().replace("’", "'")
         if w.endswith("'s"):
             w = w[:-2]
         if w and w not in _STOP:
             out.append(_stem(w))
+        if _CAMEL.search(raw):
+            out.extend(_stem(p) for p in (x.casefold() for x in _CAMEL_PART.findall(raw)) if len(p) > 2
+                       and p not in _STOP)
     return out
 
 

@@ -178,7 +178,7 @@ def save(folder: Path, user_id: str, index: UserIndex, *, count: int, digest: st
     tmp_npz, tmp_js = folder / f"{key}{tmp_tag}.npz", folder / f"{key}{tmp_tag}.json"
     try:
         with open(tmp_npz, "wb") as fh:
-            np.savez(fh, **arrays)  # zip members carry CRC-32: a flipped byte fails to load
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # zip members carry CRC-32: a flipped byte fails to load
         tmp_js.write_text(json.dumps(header, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp_npz, npz)
         os.replace(tmp_js, js)

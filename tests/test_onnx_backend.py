@@ -1,0 +1,89 @@
+"""ONNX Runtime backend of the sentence-transformers embedder (adapters/_onnx_backend.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from chatrecall.adapters import _onnx_backend as ob
+from chatrecall.core._errors import ConfigError
+
+
+def test_backend_names_are_checked() -> None:
+    with pytest.raises(ConfigError, match="backend='tensorrt' is unknown"):
+        ob.resolve_backend("tensorrt", None)
+    assert ob.resolve_backend("torch", Path(".")) is None
+    assert ob.resolve_backend("auto", None) is None  # a loaded model instance: PyTorch
+    if ob.available(True):
+        with pytest.raises(ConfigError, match="needs a local model directory"):
+            ob.resolve_backend("onnx-int8", None)
+
+
+def test_non_plain_model_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "modules.json").write_text('[{"idx":0,"name":"0","path":"","type":"x.models.Dense"}]')
+    with pytest.raises(ConfigError, match="supports Transformer"):
+        ob.OnnxEncoder(tmp_path, quantized=True)
+    assert ob.resolve_backend("auto", tmp_path) is None  # auto falls back to PyTorch
+
+
+def test_cache_root_follows_chatrecall_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CHATRECALL_HOME", str(tmp_path))
+    assert ob.cache_root() == tmp_path / "onnx"
+
+
+@pytest.fixture(scope="module")
+def onnx_home(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CHATRECALL_HOME", str(tmp_path_factory.mktemp("home")))
+    yield
+    mp.undo()
+
+
+TEXTS = [
+    "I adopted a beagle called Rex last weekend.",
+    "We use Postgres for the billing service.",
+    "My sister moved to Lisbon in May and loves the food there.",
+    "The deploy failed with ECONNREFUSED on port 5432.",
+    "Caroline went to the LGBTQ support group yesterday.",
+    "What is your favourite book?",
+]
+QUERIES = ["What dog did I get?", "Which database does billing use?", "Where did my sister move?",
+           "What error broke the deploy?"]
+
+
+@pytest.mark.model
+def test_onnx_and_int8_match_pytorch_on_the_real_model(onnx_home: Any) -> None:
+    from chatrecall.adapters.sentence_transformers import SentenceTransformerEmbedder
+
+    ref = SentenceTransformerEmbedder(backend="torch", cache_size=0)
+    fp32 = SentenceTransformerEmbedder(backend="onnx", cache_size=0)
+    int8 = SentenceTransformerEmbedder(cache_size=0)  # auto
+    assert (ref.backend, fp32.backend, int8.backend) == ("torch", "onnx", "onnx-int8")
+    d_ref, d32, d8 = (e.embed_documents(TEXTS) for e in (ref, fp32, int8))
+    assert d8.shape == d_ref.shape == (len(TEXTS), 384) and d8.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(d8, axis=1), 1.0, atol=1e-5)
+    assert (d_ref * d32).sum(1).min() > 0.9999
+    assert (d_ref * d8).sum(1).min() > 0.97
+    for i, q in enumerate(QUERIES):  # single texts take the one-thread session; same answers as PyTorch
+        q_ref, q8 = ref.embed_query(q), int8.embed_query(q)
+        assert float(q_ref @ q8) > 0.97
+        assert int(np.argmax(d_ref @ q_ref)) == int(np.argmax(d8 @ q8)) == i
+    assert ob.cache_root().joinpath().exists() and list(ob.cache_root().rglob("model-int8.onnx"))
+
+
+@pytest.mark.model
+def test_corrupted_cached_graph_is_exported_again(onnx_home: Any) -> None:
+    from chatrecall.adapters.sentence_transformers import SentenceTransformerEmbedder
+
+    first = SentenceTransformerEmbedder(backend="onnx-int8", cache_size=0)
+    v = first.embed_query("hello there")
+    for f in ob.cache_root().rglob("model-int8.onnx"):
+        f.write_bytes(b"not a model")
+    again = SentenceTransformerEmbedder(backend="onnx-int8", cache_size=0)
+    np.testing.assert_allclose(again.embed_query("hello there"), v, atol=1e-6)

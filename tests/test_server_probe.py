@@ -1,0 +1,60 @@
+"""Several processes over one Chroma server: the freshness probe (ChatRecall._probe_shared)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from chatrecall.core import ChatRecall
+from chatrecall.testing import HashEmbedder
+
+pytestmark = pytest.mark.server
+
+
+def _engine(url: str, ns: str) -> tuple[ChatRecall, Any]:
+    from chatrecall.adapters.chroma import ChromaStore
+
+    store = ChromaStore(url=url, namespace=ns, snapshots=False)
+    return ChatRecall(store=store, embedder=HashEmbedder()), store
+
+
+def test_other_process_writes_and_deletes_become_visible_without_vector_queries(chroma_server: str) -> None:
+    ns = "probe" + uuid.uuid4().hex[:8]
+    a, store_a = _engine(chroma_server, ns)
+    b, _ = _engine(chroma_server, ns)
+    a.add("Alice adopted a beagle called Rex", user_id="u", session_id="s1")
+    queries = 0
+    real_query = store_a.query
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        nonlocal queries
+        queries += 1
+        return real_query(*args, **kw)
+
+    store_a.query = counting  # type: ignore[method-assign]
+    assert len(a.search("beagle", user_id="u", k=5)) == 1
+    # A's own write does not trigger a resync
+    a.add("Rex likes the park", user_id="u", session_id="s1")
+    before = a.stats()["counters"].get("fresh_resyncs", 0) if "counters" in a.stats() else None
+    time.sleep(1.05)
+    a.search("park", user_id="u", k=5)
+    if before is not None:
+        assert a.stats()["counters"].get("fresh_resyncs", 0) == before
+    # another process writes: visible at A's first search >= 1 s after its last resync
+    b.add("Bob moved to Lisbon in May", user_id="u", session_id="s2")
+    b.add("A turn of another user", user_id="v", session_id="s9")
+    time.sleep(1.05)
+    hits = a.search("Lisbon", user_id="u", k=5)
+    assert any("Lisbon" in h.text for h in hits)
+    assert all(h.record is None or h.record.user_id == "u" for h in hits)
+    # another process deletes: gone from A's index too
+    b.forget("u", session_id="s2")
+    time.sleep(1.05)
+    hits = a.search("Lisbon", user_id="u", k=5)
+    assert not any("Lisbon" in h.text for h in hits)
+    assert queries == 0  # memory searches never ran a store vector query
+    a.close()
+    b.close()
