@@ -337,8 +337,8 @@ def test_extra_patterns_and_category_weights() -> None:
 
 def test_thresholds_change_routes() -> None:
     msg = "this error keeps happening"  # continuity 0.6
-    assert Gate(GateConfig(memory_threshold=0.5)).decide(msg).route is Route.MEMORY
-    assert Gate(GateConfig(memory_threshold=0.7)).decide(msg).route is Route.NONE
+    assert Gate(GateConfig(memory_threshold=0.5, category_weights={})).decide(msg).route is Route.MEMORY
+    assert Gate(GateConfig(memory_threshold=0.7, category_weights={})).decide(msg).route is Route.NONE
 
 
 def test_negative_weights_push_away() -> None:

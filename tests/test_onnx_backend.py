@@ -63,7 +63,8 @@ def test_onnx_and_int8_match_pytorch_on_the_real_model(onnx_home: Any) -> None:
 
     ref = SentenceTransformerEmbedder(backend="torch", cache_size=0)
     fp32 = SentenceTransformerEmbedder(backend="onnx", cache_size=0)
-    int8 = SentenceTransformerEmbedder(cache_size=0)  # auto
+    int8 = SentenceTransformerEmbedder(backend="onnx-int8", cache_size=0)
+    assert SentenceTransformerEmbedder(cache_size=0).backend == "onnx"  # auto: float32 ONNX
     assert (ref.backend, fp32.backend, int8.backend) == ("torch", "onnx", "onnx-int8")
     d_ref, d32, d8 = (e.embed_documents(TEXTS) for e in (ref, fp32, int8))
     assert d8.shape == d_ref.shape == (len(TEXTS), 384) and d8.dtype == np.float32

@@ -34,7 +34,7 @@ def _embedder(name: str | None) -> Any:
         return HashEmbedder()
     from . import _common
 
-    # the bundled MiniLM on a chosen backend (minilm = auto: onnx-int8 when installed, else torch)
+    # the bundled MiniLM on a chosen backend (minilm = auto: onnx when installed, else torch)
     _common.EMBED_BACKEND = {"torch": "torch", "onnx": "onnx", "onnx-int8": "onnx-int8"}.get(str(name), "auto")
     return None
 

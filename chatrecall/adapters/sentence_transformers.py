@@ -114,7 +114,7 @@ class SentenceTransformerEmbedder:
         device: Torch device of a model we load (``cpu``, ``cuda``...).
         batch_size: Texts per forward pass in :meth:`embed_documents`.
         cache_size: Entries of the LRU cache of :meth:`embed_query` (0 = off).
-        backend: ``auto`` (default: ``onnx-int8`` when ONNX Runtime is
+        backend: ``auto`` (default: ``onnx`` when ONNX Runtime is
             installed and the model is a plain local directory, else
             ``torch``), ``torch``, ``onnx`` or ``onnx-int8`` (see
             :mod:`chatrecall.adapters._onnx_backend`). With ``auto`` a failed

@@ -122,6 +122,7 @@ _COMPLEMENTIZER_CONTEXT = "".join(
 
 # Nouns whose definite form needs no earlier mention ("the world", "the US").
 _UNIQUE_NOUN = _alt(
+    *_words("generic_definite_nouns.txt"),
     "world", "us", "usa", "uk", "eu", "un", "earth", "sun", "moon", "sea", "ocean", "oceans", "environment",
     "internet", "web", "weather", "economy", "government", "public", "past", "future", "present", "morning",
     "evening", "night", "afternoon", "weekend", "body", "brain", "news", "market", "planet", "universe",
@@ -436,9 +437,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                      rf"{_AFTER_THE}{_SUPERLATIVE}\b(?=\s+(?:in\s+the\s+world|ever|one|ones|on\s+(?:earth|land))\b|"
                      r"\W*$)", 0.5),
     # a bare definite noun closing a question presupposes an earlier referent: "what are the symptoms?"
-    _p("continuity", r"(?<!\bof\s)(?<!\bin\s)(?<!\bfor\s)(?<!\bto\s)(?<!\bfrom\s)(?<!\bwith\s)(?<!\bon\s)(?<!\bat\s)"
-                     r"(?<!\bby\s)(?<!\babout\s)"
-                     rf"\bthe\s+(?!{_UNIQUE_NOUN}\s*\?)[a-z][\w-]*\s*\?\s*$", 0.5),
+    _p("continuity", rf"\bthe\s+(?!{_UNIQUE_NOUN}\s*\?)[a-z][\w-]*\s*\?\s*$", 0.5),
 
     # --- first-person personal facts / preferences -> memory (weaker, needs personalisation)
     _p("personal", r"\bmy\b", 0.3),
@@ -512,7 +511,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     # a how-to question is asked of the documents, even with "I"/"my" in it ("how do I undo my last commit")
     _p("knowledge", r"\bhow\s+(?:do|can|should|would|could)\s+(?:i|we|you)\b", 0.4, TARGET_CORPUS,
        name="knowledge.how_do_i"),
-    _p("knowledge", r"\bhow\s+(?:do|can|should|would|could)\s+(?:i|we|you)\b", -0.25, TARGET_MEMORY,
+    _p("knowledge", r"\bhow\s+(?:do|can|should|would|could)\s+(?:i|we|you)\b", -0.15, TARGET_MEMORY,
        name="knowledge.how_do_i_is_generic"),
     # a judgement that needs world knowledge ("is the plant my sister gave me toxic to cats?"): with a
     # personal question this makes the message need both sources
