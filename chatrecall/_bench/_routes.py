@@ -34,6 +34,8 @@ __all__ = [
     "IKAT_SPLITS",
     "LabelledMessage",
     "load_messages",
+    "load_split",
+    "gate_timing",
     "route_metrics",
     "binary_metrics",
     "render_markdown",
@@ -51,10 +53,16 @@ IKAT_SPLITS: Mapping[str, tuple[str, ...]] = {
     "validation": ("ikat2023_test",),
 }
 _REPO = Path(__file__).resolve().parents[2]
-MESSAGE_FILES: Mapping[str, Path] = {
-    "tune": _REPO / "benchmarks" / "data" / "gate_messages_tune.jsonl",
-    "validation": _REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",
+MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
+    "tune": (_REPO / "benchmarks" / "data" / "gate_messages_tune.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune2.jsonl"),
+    "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
 }
+
+
+def load_split(split: str) -> list[LabelledMessage]:
+    """Every labelled message of a split (``tune`` or ``validation``)."""
+    return [m for path in MESSAGE_FILES[split] if path.exists() for m in load_messages(path)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,9 +202,8 @@ def run_routes(gate: Gate | None = None, *, data_dir: str | Path | None = None,
     out: dict[str, Any] = {"messages": {}, "cast": {}, "ikat": {}}
     all_texts: list[str] = []
     for split in splits:
-        path = MESSAGE_FILES[split]
-        if path.exists():
-            msgs = load_messages(path)
+        msgs = load_split(split)
+        if msgs:
             out["messages"][split] = route_metrics(msgs, lambda t: gate.decide(t).route.value)
             all_texts += [m.text for m in msgs]
         cast = ddir / "cast_needs_history_labels.jsonl"

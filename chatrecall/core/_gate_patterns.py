@@ -241,9 +241,11 @@ _FACT_Q = (r"(?:what|what's|whats|which|when|when's|whens|where|where's|wheres|w
 _NOT_ADVICE = (r"(?![^?.!]*\b(?:way|ways|tips|tricks|ideas|should|could|can|would|best|better|good\s+(?:way|idea)|"
                r"to\s+(?:make|get|improve|keep|clean|fix|help|stop|prevent|reduce|increase|remember|learn|boost|"
                r"train|teach|tell|know\s+if))\b)")
+_FAMILY = (r"(?:mom|mum|dad|mommy|daddy|grandma|grandpa|granny|nana|wife|husband|hubby|fiance|fiancee|boyfriend|"
+           r"girlfriend|sis|bro|the\s+kids|the\s+baby)")
 _TIME_DEIXIS = (r"(?:tomorrow|tonight|today|this\s+(?:weekend|week|semester|term|month|morning|afternoon|evening|"
                 r"year)|next\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-                r"on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?|right\s+now|at\s+the\s+moment|"
+                r"on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|right\s+now|at\s+the\s+moment|"
                 r"currently|so\s+far|anymore)")
 
 _KNOWLEDGE_Q = (
@@ -267,6 +269,10 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        r"and you|what about you|you good)"
        r"(?:\W+(?:doing|today|tonight|going|buddy|friend|mate|man|there|my friend|these days|lately))*\W*$",
        1.0, TARGET_NONE),
+    _p("smalltalk", r"^\W*(?:yay|yes|woo|wooo|nice|great|awesome|perfect|phew|finally|omg)\W+(?:it|that)\s+"
+                    r"(?:worked|works|fixed\s+it|did\s+the\s+trick)\b[^?]*$|"
+                    r"^\W*(?:it|that)\s+(?:worked|works|fixed\s+it|did\s+the\s+trick)\b[^?]*$", 1.0, TARGET_NONE,
+       name="smalltalk.it_worked"),
     _p("smalltalk",
        rf"^\W*(?:(?>{_ACK})\W+)*(?:that|this|it|that all|this all)\s*{_COPULA}"
        r"(?:\s+(?:so|really|very|pretty|super|quite|too|just|absolutely|totally|kinda|kind of|a bit|such|"
@@ -460,12 +466,9 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
 
     # --- questions about the user's own life, work and past -> memory, with or without a recall verb
     # "what's my cat called?", "when is our standup?", "how many nights is the Rome trip?"
-    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,80}}?\b(?:my|our)\b", 0.7,
-       name="personal.question_about_my"),
-    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,60}}?\bthe\s+(?:[\w-]+\s+)?{_PERSONAL_NOUN}\b", 0.6,
-       name="personal.question_about_the_household_noun"),
-    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,80}}?\b{_TIME_DEIXIS}\b", 0.5,
-       name="personal.question_about_now"),
+    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,80}}?\b(?:my|our|{_TIME_DEIXIS}|"
+                   rf"the\s+(?:[\w-]+\s+)?{_PERSONAL_NOUN}|{_FAMILY})\b", 0.7,
+       name="personal.question_about_mine"),
     # "which meds am I on", "did we already pay", "are we free", not "why do we dream" / "how do I ..."
     _p("personal", r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:am|was|have|had|did)\s+(?:i|we)\b|"
                    r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:do|are|were)\s+we\b(?!\s+(?:all|humans|people)\b)|"
@@ -489,11 +492,42 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                     r"spoke|chatted|went\s+over|agreed|decided|earlier|before|last\s+time|previously)\b)"
                     r"[^?]*$", 0.45, TARGET_NONE, name="statement.first_person"),
 
+    # fragments and lookups about the user's things: "my flight number?", "serial number of my router?",
+    # "tell me my seat on the Denver flight"
+    _p("personal", r"^\W*(?:my|our)\b[^.!?]*\?\W*$", 0.5, name="personal.fragment_my"),
+    _p("personal", r"\b(?:of|for|on)\s+(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s*\?\W*$", 0.4,
+       name="personal.fragment_of_my"),
+    _p("personal", r"\b(?:tell|show|give|send|list|read)\s+me\s+(?:all\s+)?(?:my|our)\b|"
+                   r"\b(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:pls|please|plz)\W*$", 0.6,
+       name="personal.lookup_my"),
+    # "given my knee injury, ...": the user's situation plus a question for the documents
+    _p("personal", r"^\W*(?:given|with|based\s+on|considering|for)\s+(?:my|our)\b", 0.6,
+       name="personal.given_my"),
+    _p("knowledge", r"^\W*(?:given|with|based\s+on|considering)\s+(?:my|our)\b[^?]*\?", 0.6, TARGET_CORPUS,
+       name="knowledge.given_my_question"),
+    # what the user's thing can do: "will my laptop run it?", "can my router do WPA3?"
+    _p("knowledge", r"^\W*(?:will|can|could|would|does|do|is|are)\s+(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s+"
+                    r"(?:be\s+able|fit|run|work|support|handle|do|pass|survive|last|cover|qualify|need|"
+                    r"affected|compatible)\b", 0.6, TARGET_CORPUS, name="knowledge.can_my_thing"),
+    # continuing commands on the last answer: "put those in a table", "expand on point 3", "same but for 6"
+    _p("continuity", r"\b(?:put|make|turn|convert|format|sort|rank|send|save|add|shorten|translate)\s+"
+                     r"(?:those|these|them|it|that)\b|\bexpand\s+on\b|\b(?:point|step|option|item)\s+\d+\b", 0.6,
+       name="continuity.command_on_last_answer"),
+    _p("continuity", r"^\W*same\s+(?:but|for|with|again)\b|^\W*what\s+if\s+(?:i|we)\b", 0.6,
+       name="continuity.same_but_or_what_if"),
+
     # --- corrections of an earlier answer or statement
     _p(CORRECTION, r"^\W*(?:no|nope|nah)\W+(?:no|wait|sorry|sorry,?\s+i)\b|^\W*correction\b|"
                    r"^\W*(?:no\W+)?not\s+(?:the|that|this|my)\s+[\w-]+(?:\s+[\w-]+)?\s*[,;-]+\s*(?:the|my|it's)\b",
        0.9, name="correction.no_wait"),
-    _p(CORRECTION, r"\byou\s+(?:got|have)\s+(?:it|that|them)\s+(?:backwards|wrong|mixed\s+up|the\s+wrong\s+way)\b|"
+    _p(CORRECTION, r"^\W*actually\b(?![^.!?]*\?)", 0.8, name="correction.actually"),
+    _p(CORRECTION, r"(?:(?<=,\s)|(?<=,))not\s+(?:the\s+|my\s+|a\s+|an\s+|on\s+|in\s+)?[\w'-]+(?:\s+[\w'-]+)?\W*$|"
+                   r"\bnot\s+the\s+\d+(?:st|nd|rd|th)?\W*$|"
+                   r"\byou(?:'ve)?\s+got\s+(?:the|my|our)\s+[\w-]+\s+wrong\b|\bi\s+never\s+(?:said|told|asked)\b|"
+                   r"\b(?:the|that's\s+the|that\s+is\s+the)\s+wrong\s+[\w-]+|\b(?:is|was|are)\s+wrong\b|"
+                   r"\b(?:isn't|is\s+not|wasn't|was\s+not|aren't)\b[^.!?]{0,40},\s*(?:it's|it\s+is|it\s+was|"
+                   r"they're)\b", 0.8, name="correction.not_y_or_wrong"),
+    _p(CORRECTION, r"\byou(?:'ve)?\s+(?:got|have)\s+(?:it|that|them)\s+(?:backwards|wrong|mixed\s+up|the\s+wrong\s+way)\b|"
                    r"\b(?:it's|it\s+is|it\s+was|its)\s+[\w-]+(?:\s+[\w-]+)?\W+not\s+(?:my\s+|the\s+)?[\w-]+\W*$",
        0.9, name="correction.not_x_but_y"),
 
@@ -505,7 +539,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("knowledge", r"\b(?:explain|define|describe|definition|meaning\s+of|difference\s+between|"
                     r"tell\s+me\s+about|overview\s+of|examples?\s+of|how\s+to|documentation|docs|"
                     r"what\s+does\s+[\w.]+\s+do|compare|summarize|list)\b", 0.6, TARGET_CORPUS),
-    _p("knowledge", r"^\W*(?:convert|translate|calculate|define|rules\s+of|recipe\s+for|best\s+way|"
+    _p("knowledge", rf"^\W*{_SUPERLATIVE}\s+[\w-]+", 0.6, TARGET_CORPUS, name="knowledge.superlative_fragment"),
+    _p("knowledge", r"^\W*(?:convert|translate|calculate|define|rules\s+of|recipe\s+for|best\s+ways?|"
                     r"tips|ideas\s+for|at\s+what|in\s+what|to\s+what|by\s+how\s+much|from\s+what)\b", 0.6,
        TARGET_CORPUS, name="knowledge.imperative_or_fronted"),
     # a how-to question is asked of the documents, even with "I"/"my" in it ("how do I undo my last commit")
