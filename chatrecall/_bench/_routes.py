@@ -61,8 +61,17 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
 
 
 def load_split(split: str) -> list[LabelledMessage]:
-    """Every labelled message of a split (``tune`` or ``validation``)."""
-    return [m for path in MESSAGE_FILES[split] if path.exists() for m in load_messages(path)]
+    """Every labelled message of a split (``tune`` or ``validation``).
+
+    The sets were written independently, so a few short messages ("ok", "lol")
+    occur in both: validation drops every text the tune split holds
+    (case-insensitive), so nothing tuned on is ever scored as held out.
+    """
+    msgs = [m for path in MESSAGE_FILES[split] if path.exists() for m in load_messages(path)]
+    if split == "validation":
+        seen = {m.text.casefold() for m in load_split("tune")}
+        msgs = [m for m in msgs if m.text.casefold() not in seen]
+    return msgs
 
 
 @dataclass(frozen=True, slots=True)
