@@ -72,7 +72,8 @@ BEFORE_WEIGHTS = {"recency": 0.02, "relevance": 0.50, "keyword": 0.15, "entity":
 BEFORE_AUTO = {QueryType.RECENT: Strategy.RECENCY, QueryType.SPECIFIC: Strategy.HYBRID,
                QueryType.ENTITY: Strategy.HYBRID, QueryType.EXPLORATORY: Strategy.GRAPH,
                QueryType.HYBRID: Strategy.HYBRID}
-BEFORE = RankParams(session_share=0.5, question_pass=0.0, normalise_relevance=False, time_share=0.15,
+BEFORE = RankParams(session_share=0.5, question_pass=0.0, assistant_answer_pass=0.0, keyword_scale="max",
+                    normalise_relevance=False, time_share=0.15,
                     hop_decay=0.5, specific_boost=0.15, auto=BEFORE_AUTO, extended_cues=False)
 HYBRID_AUTO = dict.fromkeys(QueryType, Strategy.HYBRID)
 
@@ -83,8 +84,10 @@ GRID: dict[str, tuple[float, ...]] = {
     "session_share": (0.25, 0.5, 0.75),
     "question_pass": (0.0, 0.25, 0.5),
     "normalise": (0.0, 1.0),
+    "kscale": (0.0, 1.0),  # BM25 scaled by the best turn (0) or by a turn covering the whole query (1)
 }
-START = {"keyword": 0.15, "graph": 0.49, "session_share": 0.5, "question_pass": 0.0, "normalise": 0.0}
+START = {"keyword": 0.15, "graph": 0.49, "session_share": 0.5, "question_pass": 0.0, "normalise": 0.0,
+         "kscale": 0.0}
 #: Auto-path options per query type: the type leaves hybrid only if that wins on the tune part.
 AUTO_OPTIONS = {QueryType.RECENT: Strategy.RECENCY, QueryType.EXPLORATORY: Strategy.GRAPH}
 BOOSTS = (0.0, 0.15)
@@ -196,14 +199,15 @@ class Evaluator:
 
 
 def _pkey(p: RankParams) -> tuple[Any, ...]:
-    return (p.session_share, p.question_pass, p.normalise_relevance, p.time_share, p.hop_decay, p.specific_boost,
+    return (p.session_share, p.question_pass, p.normalise_relevance, p.keyword_scale, p.time_share, p.hop_decay, p.specific_boost,
             tuple(sorted((t.value, s.value) for t, s in p.auto.items())), p.extended_cues)
 
 
 def build(cfg: Mapping[str, float]) -> tuple[dict[str, float], RankParams]:
     w = {"recency": 0.02, "relevance": 0.5, "keyword": cfg["keyword"], "entity": 0.02, "graph": cfg["graph"]}
     p = RankParams(session_share=cfg["session_share"], question_pass=cfg["question_pass"],
-                   normalise_relevance=bool(cfg["normalise"]), auto=HYBRID_AUTO)
+                   normalise_relevance=bool(cfg["normalise"]), auto=HYBRID_AUTO,
+                   keyword_scale="ideal" if cfg.get("kscale", 0.0) else "max")
     return w, p
 
 
@@ -319,6 +323,8 @@ SESSION_SHARE = {cfg["session_share"]}
 QUESTION_PASS = {cfg["question_pass"]}
 #: Per-query stretch of dense relevance over the dense candidates (1) or raw cosine (0); {where}.
 NORMALISE_RELEVANCE = {int(cfg["normalise"])}
+#: BM25 scaled per query by the best turn ("max") or by a turn holding every query term once ("ideal"); {where}.
+KEYWORD_SCALE = "{"ideal" if cfg.get("kscale", 0.0) else "max"}"
 #: Time / answer-type fit weight, as a share of relevance + keyword, when a query has such a cue (by hand, pre-CV).
 TIME_SHARE = 0.15
 #: Decay of a neighbour's support per hop beyond the first (by hand, pre-CV code; not tuned).

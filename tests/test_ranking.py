@@ -48,8 +48,18 @@ def test_answered_question_passes_its_score_to_the_answer() -> None:
     idx = _index([("s", "user", "Need to pick a database for billing"),
                   ("s", "assistant", "Go with Postgres: transactions and mature tooling."), *FILLER])
     query = "Remember which database we picked for billing?"
-    assert _rank(idx, query, RankParams(question_pass=0.0))[0].startswith("Need to pick"), "the echo wins alone"
-    assert _rank(idx, query, RankParams(question_pass=0.5))[0].startswith("Go with Postgres")
+    no_pass = RankParams(question_pass=0.0, assistant_answer_pass=0.0)
+    assert _rank(idx, query, no_pass)[0].startswith("Need to pick"), "the echo wins alone"
+    assert _rank(idx, query, RankParams(question_pass=0.5, assistant_answer_pass=0.0))[0].startswith("Go with")
+    # by default an assistant's reply gets the larger, chatbot-transcript share
+    assert _rank(idx, query)[0].startswith("Go with Postgres")
+
+
+def test_answer_by_another_person_gets_only_the_tuned_share() -> None:
+    idx = _index([("s", "Caroline", "Need to pick a database for billing"),
+                  ("s", "Melanie", "Go with Postgres: transactions and mature tooling."), *FILLER])
+    params = RankParams(question_pass=0.0, assistant_answer_pass=0.9)
+    assert _rank(idx, "Remember which database we picked for billing?", params)[0].startswith("Need to pick")
 
 
 def test_a_question_nobody_answers_keeps_its_score() -> None:

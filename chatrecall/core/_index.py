@@ -502,6 +502,31 @@ class UserIndex:
             scores[docs] += (qtf * idf * (self.K1 + 1.0)) * tf / (tf + norm[docs])
         return scores
 
+    def bm25_ideal(self, query: str) -> float:
+        """BM25 of a turn of average length that holds every query term once: ``sum(qtf * idf)``.
+
+        Dividing by it scales keyword scores by how much of the query a turn
+        covers, not by the best turn's score: a turn that only shares one
+        common word of a long query no longer scores 1.0.
+        """
+        n = len(self.records)
+        total = 0.0
+        for term, qtf in Counter(tokenize(query)).items():
+            post = self._postings(term)
+            if post is None:
+                continue
+            df = post[0].size
+            total += qtf * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return total
+
+    def has_role(self, positions: np.ndarray, role: str) -> np.ndarray:
+        """Per given position: the turn was said by ``role`` (e.g. ``"assistant"``)."""
+        code = self._role_code.get(role)
+        p = np.asarray(positions, dtype=np.int64)
+        if code is None:
+            return np.zeros(p.size, dtype=bool)
+        return self._rcode[p] == code
+
     def entity_scores(self, keys: Sequence[str], *, related_k: int = 5) -> tuple[np.ndarray, list[str]]:
         """Entity component per position, and the related entities used.
 

@@ -70,6 +70,11 @@ class RankParams:
         specific_boost: Keyword weight added on the auto path for queries with
             exact anchors.
         auto: Strategy per query type on the automatic path.
+        assistant_answer_pass: Share handed on when the answer is the chat
+            assistant's reply (a chatbot transcript: the user's own question
+            is rarely what they want back).
+        keyword_scale: ``"max"`` divides BM25 by the best turn's score;
+            ``"ideal"`` by the score of a turn holding every query term once.
         extended_cues: Read the newer query cues ("how many days between",
             "last Saturday", errors); False reproduces the older reading.
     """
@@ -80,6 +85,8 @@ class RankParams:
     time_share: float = _tuned.TIME_SHARE
     hop_decay: float = _tuned.HOP_DECAY
     specific_boost: float = _tuned.SPECIFIC_KEYWORD_BOOST
+    assistant_answer_pass: float = _tuned.ASSISTANT_ANSWER_PASS
+    keyword_scale: str = _tuned.KEYWORD_SCALE
     auto: Mapping[QueryType, Strategy] = dataclasses.field(default_factory=lambda: STRATEGY_FOR)
     extended_cues: bool = True
 
@@ -125,6 +132,12 @@ def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfi
     if strategy is None and qtype is QueryType.SPECIFIC and strat is Strategy.HYBRID:
         w["keyword"] += params.specific_boost  # exact anchors: lean on BM25
     return strat, w
+
+
+def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
+    """For "what was that error?": a turn that shows an error (``ERR_CONN_RESET``, a traceback) matches the
+    word "error" as fully as a turn that only says it ("the error is gone"), which BM25 alone cannot see."""
+    return np.maximum(keyword, shows_error.astype(np.float32))
 
 
 def rank_memories(
@@ -204,7 +217,10 @@ def rank_memories(
             keyword[ex] = 0.0  # excluded turns (the recent window) must not set the scale
         kmax = float(keyword.max())
         if kmax > 0:
-            keyword /= kmax
+            scale = kmax
+            if params.keyword_scale == "ideal":  # coverage of the query, not relative to the best turn
+                scale = max(idx.bm25_ideal(query), 1e-9)
+            keyword = np.minimum(keyword / scale, 1.0)
             parts.append(topk_nonzero(keyword, C))
     keys = [e.key for e in entities]
     entity, related = idx.entity_scores(keys)
@@ -252,14 +268,14 @@ def rank_memories(
     comp = {
         "recency": time_comp,
         "relevance": relevance,
-        "keyword": keyword[cand],
+        "keyword": _error_keyword(keyword[cand], idx.has_error[cand]) if cue.asks_error else keyword[cand],
         "entity": entity[cand],
         "graph": np.zeros(cand.size, dtype=np.float32),
     }
     base = sum(w[c] * comp[c] for c in BASE)
     assert isinstance(base, np.ndarray)
     own = base
-    if params.question_pass > 0:
+    if params.question_pass > 0 or params.assistant_answer_pass > 0:
         # A question (or request) answered by another speaker: the answer is what the user wants back,
         # so the question keeps only part of its score and hands the rest to its answer.
         asks = idx.answered(cand)
@@ -267,7 +283,9 @@ def rank_memories(
             q = np.flatnonzero(asks)
             ans = _slots(cand, idx.next_positions(cand[q]))
             ok = ans >= 0
-            gift = params.question_pass * base[q]
+            share = np.where(idx.has_role(cand[ans.clip(min=0)], "assistant") & ok,
+                             max(params.question_pass, params.assistant_answer_pass), params.question_pass)
+            gift = share * base[q]
             own = base.copy()
             own[q] -= gift
             np.add.at(own, ans[ok], gift[ok])
