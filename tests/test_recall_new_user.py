@@ -95,7 +95,7 @@ def test_the_answer_beats_the_users_own_question(cr: ChatRecall) -> None:
     assert "Postgres" in texts[0], texts
 
 
-@pytest.mark.xfail(strict=True, reason="open: the error turn ranks #2 (0.465) just behind 'the error is gone' (0.470)")
+
 def test_error_recall_puts_the_error_turn_first(cr: ChatRecall) -> None:
     res = cr.retrieve("what was that error again?", user_id="u1", session_id="new")
     assert res.route.wants_memory

@@ -66,6 +66,8 @@ class RankParams:
             candidates' cut-off maps to 0, the best to its own cosine.
         time_share: Weight of the time / answer-type fit, as a share of
             relevance + keyword, when the query has such a cue.
+        error_share: The same fit's weight when the query asks for an error
+            and turns that show one (a code, a traceback) should win.
         hop_decay: Neighbour support decay per hop beyond the first.
         specific_boost: Keyword weight added on the auto path for queries with
             exact anchors.
@@ -83,6 +85,7 @@ class RankParams:
     question_pass: float = _tuned.QUESTION_PASS
     normalise_relevance: bool = bool(_tuned.NORMALISE_RELEVANCE)
     time_share: float = _tuned.TIME_SHARE
+    error_share: float = _tuned.ERROR_FIT_SHARE
     hop_decay: float = _tuned.HOP_DECAY
     specific_boost: float = _tuned.SPECIFIC_KEYWORD_BOOST
     assistant_answer_pass: float = _tuned.ASSISTANT_ANSWER_PASS
@@ -186,7 +189,8 @@ def rank_memories(
     has_cue = bool(cue)
     if has_cue:
         # The query names a time (or asks for an error): the time component measures fit to it, not recency.
-        w["recency"] = max(w["recency"], params.time_share * (w["relevance"] + w["keyword"]))
+        share = max(params.time_share, params.error_share) if cue.asks_error else params.time_share
+        w["recency"] = max(w["recency"], share * (w["relevance"] + w["keyword"]))
     total_w = sum(w.values()) or 1.0
     w = {c: w[c] / total_w for c in COMPONENTS}
     empty = Ranking(strat, qtype, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), {},

@@ -52,6 +52,9 @@ AUTO_STRATEGY = {"recent": "hybrid", "specific": "hybrid", "entity": "hybrid", "
 #: Share of a user question's score handed to the chat assistant's reply that answers it. By hand for chatbot
 #: transcripts (user -> assistant): no benchmark here stores assistant turns as keys, so no data could choose it.
 ASSISTANT_ANSWER_PASS = 0.6
+#: Weight of "shows an error" (as a share of relevance + keyword) when the query asks for an error. By hand: the
+#: benchmarks hold almost no error questions, so no data could choose it; twice TIME_SHARE.
+ERROR_FIT_SHARE = 0.3
 # END hand-set ranking
 
 
