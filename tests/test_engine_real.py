@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ pytest.importorskip("chromadb")
 pytest.importorskip("sentence_transformers")
 
 from chatrecall.adapters.chroma import ChromaStore  # noqa: E402
+from chatrecall.core._engine import _RESYNC_S  # noqa: E402
 
 pytestmark = pytest.mark.model
 
@@ -113,7 +115,9 @@ def test_server_mode_shares_state_between_instances(chroma_server: str, st_embed
     app2.search("warm the cache", user_id="alice")
     app1.add("The Zanzibar release ships on Friday.", user_id="alice", session_id="s4")
     app1.pin("Answer in French.", user_id="alice")
-    # app2's cache was built before app1's new write: the store query reveals it
+    # app2's cache was built before app1's new write: the count probe reveals it once the stated
+    # bound (_RESYNC_S after app2's last resync) has passed
+    time.sleep(_RESYNC_S + 0.1)
     items = app2.search("when does the Zanzibar release ship?", user_id="alice", k=3)
     assert "Zanzibar" in items[0].text
     assert [p.text for p in app2.pins("alice")] == ["Answer in French."]
