@@ -1085,7 +1085,8 @@ class ChatRecall(_AsyncMixin):
         question with no documents to answer it gets no unrelated memories.
         """
         self.metrics.incr("fallbacks.memory")
-        items = self._run_memory_search(run, run.k, timeout_ms=None)
+        top = run.k if run.explicit_k else min(self.retrieval_config.phase1_top_k, run.k)  # a phase-1 size lookup
+        items = self._run_memory_search(run, top, timeout_ms=None)
         useful = self._useful(items, run.entities, gate, run.message)
         if useful:
             run.notes.append(f"corpus found nothing strong; memory useful ({useful}): memory used")
