@@ -350,6 +350,7 @@ class _Obs:
     tokens: list[float] = field(default_factory=list)
     recall: list[float] = field(default_factory=list)
     routes: list[str] = field(default_factory=list)
+    gate: list[str] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
 
@@ -397,6 +398,7 @@ class _Runner:
                 obs = out[name]
                 obs.tokens.append(float(res.tokens_used))
                 obs.routes.append(res.route.value)
+                obs.gate.append(res.gate.route.value)
                 obs.ms.append(ms)
                 obs.groups.append(group)
                 if evidence is not None:
@@ -502,6 +504,8 @@ def _summarise(runner: _Runner) -> dict[str, dict[str, float]]:
         if name in REFERENCES:
             for r in ROUTES:
                 m[f"route_{r}"] = _share(q.routes, r)
+            for r in ROUTES:
+                m[f"gate_{r}"] = _share(q.gate, r)
         m["p50_ms"] = percentile(q.ms, 50)
         m["p95_ms"] = percentile(q.ms, 95)
         m["chitchat_tokens_per_turn"] = mean(c.tokens)
@@ -716,13 +720,15 @@ def run_replay(
 
 def _tables(results: Mapping[str, Mapping[str, float]], eq: Sequence[Mapping[str, Any]],
             runner: _Runner) -> list[dict[str, Any]]:
-    main_cols = ["recall", "tokens_per_turn", "tokens_p95", *(f"route_{r}" for r in ROUTES), "p50_ms", "p95_ms",
-                 "chitchat_tokens_per_turn", "chitchat_route_none"]
+    main_cols = ["recall", "tokens_per_turn", "tokens_p95", *(f"route_{r}" for r in ROUTES),
+                 *(f"gate_{r}" for r in ROUTES), "p50_ms", "p95_ms", "chitchat_tokens_per_turn", "chitchat_route_none"]
     cols = [c for c in main_cols if any(c in m for m in results.values())]
     tables: list[dict[str, Any]] = [{
         "title": "Questions as chat turns: evidence recall, tokens injected, routes, latency",
         "note": (f"last{runner.n}+topk: the session's recent window (empty for a question in a new session) plus "
-                 "the top k turns not in it. chitchat_*: the data's own messages replayed while feeding."),
+                 "the top k turns not in it. route_*: the route taken (res.route); gate_*: the gate's own decision "
+                 "(res.gate.route; a memory route searches the phase-1 top 3, both the full top k). chitchat_*: the "
+                 "data's own messages replayed while feeding."),
         "columns": cols,
         "rows": [{"system": n, **m} for n, m in results.items()],
     }]
