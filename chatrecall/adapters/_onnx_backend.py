@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from chatrecall._home import data_dir
 from chatrecall.core._errors import ConfigError
 
 __all__ = ["BACKENDS", "OnnxEncoder", "available", "cache_root", "resolve_backend"]
@@ -53,16 +54,7 @@ _POOLING = ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_
 
 def cache_root() -> Path:
     """Where exported models are cached: ``$CHATRECALL_HOME/onnx`` or the platform data dir's ``chatrecall/onnx``."""
-    home = os.environ.get("CHATRECALL_HOME")
-    if home:
-        return Path(home).expanduser() / "onnx"
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "chatrecall" / "onnx"
+    return data_dir("onnx")
 
 
 def _installed(module: str) -> bool:

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from chatrecall._home import data_dir
 from chatrecall.core._batch import Batch
 from chatrecall.core._errors import (
     ChatRecallError,
@@ -72,16 +73,7 @@ def default_path() -> Path:
     Linux, ``~/Library/Application Support/chatrecall/chroma`` on macOS,
     ``%LOCALAPPDATA%\\chatrecall\\chroma`` on Windows.
     """
-    home = os.environ.get("CHATRECALL_HOME")
-    if home:
-        return Path(home).expanduser() / "chroma"
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "chatrecall" / "chroma"
+    return data_dir("chroma")
 
 
 @dataclass(frozen=True, slots=True)

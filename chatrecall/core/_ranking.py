@@ -287,9 +287,9 @@ def rank_memories(
             q = np.flatnonzero(asks)
             ans = _slots(cand, idx.next_positions(cand[q]))
             ok = ans >= 0
-            share = np.where(idx.has_role(cand[ans.clip(min=0)], "assistant") & ok,
-                             max(params.question_pass, params.assistant_answer_pass), params.question_pass)
-            gift = share * base[q]
+            passed = np.where(idx.has_role(cand[ans.clip(min=0)], "assistant") & ok,
+                              max(params.question_pass, params.assistant_answer_pass), params.question_pass)
+            gift = passed * base[q]
             own = base.copy()
             own[q] -= gift
             np.add.at(own, ans[ok], gift[ok])
