@@ -48,8 +48,7 @@ from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 from pydantic import AnyHttpUrl  # noqa: E402
 
 from ._version import __version__  # noqa: E402
-from .core import ChatRecall, ChatRecallError, ConfigError, RetrievalResult  # noqa: E402
-from .core._validate import check_id  # noqa: E402
+from .core import ChatRecall, ChatRecallError, ConfigError, RetrievalResult, check_id  # noqa: E402
 
 __all__ = ["DEFAULT_SESSION", "TokenFileVerifier", "build_server", "load_auth_file", "serve"]
 

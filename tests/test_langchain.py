@@ -29,7 +29,7 @@ from langchain_core.runnables import RunnablePassthrough  # noqa: E402
 from langchain_core.runnables.history import RunnableWithMessageHistory  # noqa: E402
 from pydantic import Field  # noqa: E402
 
-from chatrecall import ChatRecall, InvalidInputError, NotFoundError, PinConfig  # noqa: E402
+from chatrecall import ChatRecall, ConfigError, InvalidInputError, NotFoundError, PinConfig  # noqa: E402
 from chatrecall.adapters.langchain import (  # noqa: E402
     ChatRecallChatMessageHistory,
     ChatRecallMemory,
@@ -209,7 +209,7 @@ def test_retriever_bad_construction_raises_chatrecall_errors(cr: ChatRecall, kwa
 
 
 def test_retriever_bad_calls_raise_chatrecall_errors(cr: ChatRecall) -> None:
-    with pytest.raises(InvalidInputError, match="engine"):
+    with pytest.raises(ConfigError, match="engine='not an engine'"):
         ChatRecallRetriever(engine="not an engine", user_id="u1")
     retriever = ChatRecallRetriever(engine=cr, user_id="u1")
     with pytest.raises(InvalidInputError, match="k=0"):
@@ -452,7 +452,7 @@ def test_history_conversions_and_bad_input(cr: ChatRecall) -> None:
     assert isinstance(record_to_message(rec), HumanMessage) and record_to_message(rec).id == rec.id
     with pytest.raises(InvalidInputError, match="user_id"):
         ChatRecallChatMessageHistory(cr, user_id="__x__", session_id="s")
-    with pytest.raises(InvalidInputError, match="engine"):
+    with pytest.raises(ConfigError, match="engine=None"):
         ChatRecallChatMessageHistory(None, user_id="u", session_id="s")  # type: ignore[arg-type]
 
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from chatrecall._home import data_dir
-from chatrecall.core._errors import ConfigError
+from chatrecall.core import ConfigError
 
 __all__ = ["BACKENDS", "OnnxEncoder", "available", "cache_root", "resolve_backend"]
 

@@ -1,4 +1,4 @@
-"""Chroma implementation of :class:`~chatrecall.core._protocols.MemoryStore`.
+"""Chroma implementation of :class:`~chatrecall.core.MemoryStore`.
 
 Works embedded (``chromadb.PersistentClient`` on a local directory) or against
 a Chroma server (``chromadb.HttpClient``), in which case several processes can
@@ -39,15 +39,18 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from chatrecall._home import data_dir
-from chatrecall.core._batch import Batch
-from chatrecall.core._errors import (
+from chatrecall.core import (
+    Batch,
     ChatRecallError,
     ConfigError,
     InvalidInputError,
+    Record,
+    Scalar,
     StoreError,
+    StoreHit,
     StoreUnavailableError,
+    Where,
 )
-from chatrecall.core._types import Record, Scalar, StoreHit, Where
 
 from ._guard import require
 

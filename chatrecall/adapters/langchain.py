@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
+from ._common import check_engine, item_metadata
 from ._guard import require
 
 require("langchain_core", "langchain", package="langchain-core")
@@ -69,11 +70,23 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException  # noqa
 from pydantic import ConfigDict, PrivateAttr  # noqa: E402
 from typing_extensions import NotRequired  # noqa: E402
 
-from chatrecall.core._commands import PinCommand, PinCommandResult, apply_pin_command, parse_pin_command  # noqa: E402
-from chatrecall.core._engine import ChatRecall  # noqa: E402
-from chatrecall.core._errors import ChatRecallError, InvalidInputError, NotFoundError  # noqa: E402
-from chatrecall.core._types import Record, RetrievalResult, ScoredItem, Strategy  # noqa: E402
-from chatrecall.core._validate import check_id, check_strategy  # noqa: E402
+from chatrecall.core import (  # noqa: E402
+    ChatRecall,
+    ChatRecallError,
+    InvalidInputError,
+    NotFoundError,
+    PinCommand,
+    PinCommandResult,
+    Record,
+    RetrievalResult,
+    ScoredItem,
+    Strategy,
+    apply_pin_command,
+    check_id,
+    check_k,
+    check_strategy,
+    parse_pin_command,
+)
 
 __all__ = [
     "ChatRecallAgentState",
@@ -98,20 +111,6 @@ _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool":
 
 
 # ====================================================================== conversions
-def _check_engine(engine: Any, owner: str) -> ChatRecall:
-    if not isinstance(engine, ChatRecall):
-        raise InvalidInputError(f"{owner} needs engine=ChatRecall(...), got {type(engine).__name__}: {engine!r:.60}")
-    return engine
-
-
-def _check_k(k: Any, name: str = "k") -> int | None:
-    if k is None:
-        return None
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
-        raise InvalidInputError(f"{name}={k!r} is invalid: must be an int from 1 to 1000")
-    return k
-
-
 def _check_budget(budget_tokens: Any) -> int | None:
     if budget_tokens is not None and (
         not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 0
@@ -177,21 +176,9 @@ def _reasons(result: RetrievalResult) -> list[str]:
 
 
 def _document(item: ScoredItem, *, route: str, reasons: list[str]) -> Document:
-    rec = item.record
-    md: dict[str, Any] = dict(rec.metadata) if rec else {}
-    md.update(
-        id=item.id,
-        source=item.source,
-        score=item.score,
-        components=dict(item.components),
-        tier=item.tier,
-        why=item.why,
-        route=route,
-        reasons=list(reasons),
-        tokens=item.tokens,
-    )
-    if rec is not None:
-        md.update(user_id=rec.user_id, session_id=rec.session_id, role=rec.role, timestamp=rec.timestamp)
+    md: dict[str, Any] = dict(item.record.metadata) if item.record else {}
+    md.update(id=item.id, route=route, reasons=list(reasons))
+    md.update(item_metadata(item))
     return Document(page_content=item.text, id=item.id, metadata=md)
 
 
@@ -276,14 +263,14 @@ class ChatRecallRetriever(BaseRetriever):
 
     def __init__(self, **data: Any) -> None:
         # Checked before pydantic so bad input raises chatrecall errors, not ValidationError.
-        engine = _check_engine(data.get("engine"), "ChatRecallRetriever")
+        engine = check_engine(data.get("engine"), "ChatRecallRetriever")
         check_id("user_id", data.get("user_id"), engine.limits)
         if data.get("session_id") is not None:
             check_id("session_id", data["session_id"], engine.limits)
         if "k" in data:
             if data["k"] is None:
                 raise InvalidInputError("k=None is invalid: must be an int from 1 to 1000")
-            _check_k(data["k"])
+            check_k(data["k"])
         if data.get("mode", "search") not in ("search", "retrieve"):
             raise InvalidInputError(f"mode={data['mode']!r} is unknown; use 'search' or 'retrieve'")
         data["strategy"] = check_strategy(data.get("strategy"))
@@ -295,7 +282,7 @@ class ChatRecallRetriever(BaseRetriever):
             raise InvalidInputError(
                 f"ChatRecallRetriever got unknown argument(s) {sorted(kwargs)}; it accepts k, strategy"
             )
-        n = _check_k(k) or self.k
+        n = check_k(k) or self.k
         strat = check_strategy(strategy) or self.strategy
         if self.mode == "search":
             items = self.engine.search(query, user_id=self.user_id, k=n, strategy=strat, session_id=self.session_id)
@@ -370,10 +357,10 @@ class ChatRecallMemory(BaseMemory):
     _last: RetrievalResult | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        engine = _check_engine(data.get("engine"), "ChatRecallMemory")
+        engine = check_engine(data.get("engine"), "ChatRecallMemory")
         check_id("user_id", data.get("user_id"), engine.limits)
         check_id("session_id", data.get("session_id"), engine.limits)
-        _check_k(data.get("k"))
+        check_k(data.get("k"))
         _check_budget(data.get("budget_tokens"))
         super().__init__(**data)
 
@@ -451,7 +438,7 @@ class ChatRecallChatMessageHistory(BaseChatMessageHistory):
     """
 
     def __init__(self, engine: ChatRecall, *, user_id: str, session_id: str) -> None:
-        self.engine = _check_engine(engine, "ChatRecallChatMessageHistory")
+        self.engine = check_engine(engine, "ChatRecallChatMessageHistory")
         self.user_id = check_id("user_id", user_id, engine.limits)
         self.session_id = check_id("session_id", session_id, engine.limits)
 
@@ -544,10 +531,10 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         event_name: str | None = INJECTED_EVENT,
     ) -> None:
         super().__init__()
-        self.engine = _check_engine(engine, "ChatRecallMiddleware")
+        self.engine = check_engine(engine, "ChatRecallMiddleware")
         self.user_id = None if user_id is None else check_id("user_id", user_id, engine.limits)
         self.session_id = None if session_id is None else check_id("session_id", session_id, engine.limits)
-        self.k = _check_k(k)
+        self.k = check_k(k)
         self.budget_tokens = _check_budget(budget_tokens)
         self.strategy = check_strategy(strategy)
         self.store_turns = bool(store_turns)
@@ -718,7 +705,7 @@ class PinCallbackHandler(BaseCallbackHandler):
         input_keys: Iterable[str] = ("input", "question", "query", "message"),
         raise_error: bool = False,
     ) -> None:
-        self.engine = _check_engine(engine, "PinCallbackHandler")
+        self.engine = check_engine(engine, "PinCallbackHandler")
         self.user_id = check_id("user_id", user_id, engine.limits)
         self.session_id = None if session_id is None else check_id("session_id", session_id, engine.limits)
         self.input_keys = tuple(input_keys)
@@ -797,7 +784,7 @@ def make_pin_tools(engine: ChatRecall, user_id: str, session_id: str | None = No
     Example:
         >>> agent = create_agent(model, tools=make_pin_tools(cr, "u1"), middleware=[...])  # doctest: +SKIP
     """
-    engine = _check_engine(engine, "make_pin_tools")
+    engine = check_engine(engine, "make_pin_tools")
     user_id = check_id("user_id", user_id, engine.limits)
     if session_id is not None:
         check_id("session_id", session_id, engine.limits)

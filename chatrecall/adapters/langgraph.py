@@ -76,10 +76,7 @@ from langgraph.store.base import (  # noqa: E402
     SearchOp,
 )
 
-from chatrecall.core._engine import ChatRecall  # noqa: E402
-from chatrecall.core._errors import InvalidInputError  # noqa: E402
-from chatrecall.core._types import Record  # noqa: E402
-from chatrecall.core._validate import check_id  # noqa: E402
+from chatrecall.core import ChatRecall, InvalidInputError, Record, check_id  # noqa: E402
 
 __all__ = ["DEFAULT_TEXT_FIELDS", "ROLE", "ChatRecallStore"]
 

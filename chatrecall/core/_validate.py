@@ -18,7 +18,7 @@ from ._config import StoreLimits
 from ._errors import InvalidInputError
 from ._types import Scalar, Strategy, Turn
 
-__all__ = ["check_id", "check_metadata", "check_strategy", "check_text", "check_timestamp", "check_turn"]
+__all__ = ["check_id", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp", "check_turn"]
 
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
 #: stored or hashed), so they are refused up front.
@@ -125,7 +125,22 @@ def check_metadata(value: Any, limits: StoreLimits) -> Mapping[str, Scalar]:
     return MappingProxyType(out)
 
 
+def check_k(value: Any, name: str = "k") -> int | None:
+    """None (use the default), or a result count: an int from 1 to 1000.
+
+    Example:
+        >>> check_k(5), check_k(None)
+        (5, None)
+    """
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
+        raise InvalidInputError(f"{name}={value!r} is invalid: must be an int from 1 to 1000")
+    return value
+
+
 def check_strategy(value: Any) -> Strategy | None:
+    """None (use the default), or a :class:`Strategy` (or its value), else InvalidInputError."""
     if value is None or isinstance(value, Strategy):
         return value
     try:

@@ -1,0 +1,51 @@
+"""Code shared by the framework adapters (LangChain, LlamaIndex).
+
+Only :mod:`chatrecall.core`'s public surface is used here, and nothing from a
+third-party framework, so every adapter can import this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chatrecall.core import ChatRecall, ConfigError, ScoredItem
+
+__all__ = ["check_engine", "item_metadata"]
+
+
+def check_engine(engine: Any, owner: str) -> ChatRecall:
+    """``engine`` if it is a :class:`ChatRecall`, else a :class:`ConfigError` naming the value and the fix.
+
+    Example:
+        >>> check_engine("nope", "MyRetriever")
+        Traceback (most recent call last):
+        ...
+        chatrecall.core._errors.ConfigError: MyRetriever: engine='nope' is invalid (a str): pass a ChatRecall, e.g. engine=chatrecall.connect()
+    """
+    if not isinstance(engine, ChatRecall):
+        raise ConfigError(
+            f"{owner}: engine={engine!r:.60} is invalid (a {type(engine).__name__}): "
+            "pass a ChatRecall, e.g. engine=chatrecall.connect()"
+        )
+    return engine
+
+
+def item_metadata(item: ScoredItem) -> dict[str, Any]:
+    """The metadata every adapter attaches to a retrieved item.
+
+    ``source``, ``score``, ``components``, ``tier``, ``why`` and ``tokens``;
+    for a stored record also its ``user_id``, ``session_id``, ``role`` and
+    ``timestamp``. Adapters add their own keys (ids, route, gate reasons).
+    """
+    md: dict[str, Any] = {
+        "source": item.source,
+        "score": item.score,
+        "components": dict(item.components),
+        "tier": item.tier,
+        "why": item.why,
+        "tokens": item.tokens,
+    }
+    rec = item.record
+    if rec is not None:
+        md.update(user_id=rec.user_id, session_id=rec.session_id, role=rec.role, timestamp=rec.timestamp)
+    return md
