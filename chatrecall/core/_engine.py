@@ -749,20 +749,22 @@ class ChatRecall(_AsyncMixin):
             if total == st.seen_total:
                 st.degraded = None
                 return
-            ids = self.store.ids(COLLECTION_MEMORIES, {"user_id": user_id})  # type: ignore[attr-defined]
+            # Under the user's lock, like every write of this process: an add that lands between
+            # reading the ids and reconciling would otherwise look "gone" and be dropped from the cache.
+            with st.lock:
+                ids = self.store.ids(COLLECTION_MEMORIES, {"user_id": user_id})  # type: ignore[attr-defined]
+                stored = set(ids)
+                gone = [rid for rid in st.index.pos if rid not in stored]
+                if gone:
+                    st.index.remove(gone)
+                missing = [rid for rid in ids if rid not in st.index]
+                if missing:
+                    self._pull(st, missing)
         except StoreError as exc:  # the cached index still answers; retrieve reports it as degraded
             st.degraded = f"freshness probe failed: {type(exc).__name__}"
             self.metrics.incr("degraded")
             return
         st.degraded = None
-        stored = set(ids)
-        with st.lock:
-            gone = [rid for rid in st.index.pos if rid not in stored]
-            if gone:
-                st.index.remove(gone)
-            missing = [rid for rid in ids if rid not in st.index]
-        if missing:
-            self._pull(st, missing)
         st.seen_total, st.resynced_at = total, now
         self.metrics.incr("fresh_resyncs")
 
