@@ -127,16 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         params = tune()
         print("chosen on tune split:", params)
         write_tuned(params)
-    res = run_routes(Gate(), data_dir=DATA)  # a fresh import would be cleaner; the defaults are re-read below
-    if not args.report:  # the module constants were rewritten: score the new values explicitly
-        import importlib
+    import importlib
 
-        import chatrecall.core._tuned as tuned
+    import chatrecall.core._tuned as tuned
 
-        importlib.reload(tuned)
-        cfg = GateConfig(category_weights=tuned.GATE_CATEGORY_WEIGHTS, memory_threshold=tuned.GATE_MEMORY_THRESHOLD,
-                         corpus_threshold=tuned.GATE_CORPUS_THRESHOLD, both_margin=tuned.GATE_BOTH_MARGIN)
-        res = run_routes(Gate(cfg), data_dir=DATA)
+    importlib.reload(tuned)  # score the values just written (the module was imported before they were)
+    cfg = GateConfig(category_weights=tuned.GATE_CATEGORY_WEIGHTS, memory_threshold=tuned.GATE_MEMORY_THRESHOLD,
+                     corpus_threshold=tuned.GATE_CORPUS_THRESHOLD, both_margin=tuned.GATE_BOTH_MARGIN)
+    res = run_routes(Gate(cfg), data_dir=DATA)
     for split in res["messages"].values():
         split.pop("errors", None)  # misrouted messages are not kept: validation texts must not steer patterns
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -484,7 +484,7 @@ def test_second_process_writes_are_seen(clock: Clock) -> None:
 
 
 def test_topk_helper_is_exact() -> None:
-    from chatrecall.core._engine import _topk
+    from chatrecall.core._ranking import topk as _topk
 
     rng = np.random.default_rng(0)
     x = rng.random(1000).astype(np.float32)

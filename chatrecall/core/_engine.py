@@ -30,7 +30,7 @@ from ._gate import Gate, GateConfig
 from ._index import UserIndex, tokenize
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
-from ._ranking import DEFAULT_PARAMS, PRESETS, rank_memories, topk, topk_nonzero
+from ._ranking import rank_memories, topk
 from ._snapshot import SnapshotCache
 from ._tokens import as_token_counter, truncate_to_tokens
 from ._types import (
@@ -54,13 +54,9 @@ from ._validate import check_id, check_k, check_metadata, check_strategy, check_
 
 __all__ = ["ChatRecall"]
 
-_COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
 _ANCHOR_KINDS = frozenset({"identifier", "path", "error", "quoted", "name"})
 #: Gate categories whose signal means a turn continues the previous one (a pending correction applies).
 _CONTINUING = frozenset({"continuity", "explicit", "recall", "temporal", "correction"})
-#: Tuned constants live in ``_tuned`` (ranking in ``_ranking``); these names are kept for callers.
-_TIME_SHARE = DEFAULT_PARAMS.time_share
-_HOP_DECAY = DEFAULT_PARAMS.hop_decay
 #: Store queries slower than this (ms, moving average over at least _FRESH_MIN_PROBES
 #: searches) stop being asked on every search.
 _FRESH_MS = 2.0
@@ -68,17 +64,10 @@ _FRESH_MIN_PROBES = 3
 #: Shared store: least seconds between two re-reads of one user's ids (see _probe_shared).
 _RESYNC_S = 1.0
 
-#: Fixed weight presets of the single strategies (hybrid uses the config weights); from ``_tuned``.
-_PRESETS = PRESETS
-
 
 def _hash_id(*parts: str) -> str:
     h = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return h[:32]
-
-
-_topk = topk  # shared with _ranking and _rerank
-_topk_nonzero = topk_nonzero
 
 
 @dataclasses.dataclass
@@ -797,7 +786,7 @@ class ChatRecall(_AsyncMixin):
         # Passages under the relevance floor without an anchor would only cost tokens.
         final = np.where((sims >= self.retrieval_config.relevance_floor) | (anchor > 0), final, -1.0)
         out = []
-        top = _topk(final, k)
+        top = topk(final, k)
         for j in top[final[top] >= 0].tolist():
             h = hits[j]
             out.append(ScoredItem(
@@ -1004,7 +993,7 @@ class ChatRecall(_AsyncMixin):
         if run.store_down and run.st is None:
             run.notes.append("degraded: memory search skipped (store unavailable)")
             return
-        top = (run.k if run.explicit_k else min(cfg.phase1_top_k, run.k)) if plan.two_phase else run.k
+        top = self._phase1_size(run) if plan.two_phase else run.k
         items = self._run_memory_search(run, top, timeout_ms=cfg.phase1_timeout_ms if plan.two_phase else None)
         if not plan.two_phase:
             run.memory_items = items
@@ -1016,6 +1005,10 @@ class ChatRecall(_AsyncMixin):
             run.memory_items = items
         else:
             run.phase1 = items
+
+    def _phase1_size(self, run: _Run) -> int:
+        """Memories a small first lookup takes: ``phase1_top_k``, or ``k`` when the caller gave one."""
+        return run.k if run.explicit_k else min(self.retrieval_config.phase1_top_k, run.k)
 
     def _run_memory_search(self, run: _Run, k: int, *, timeout_ms: float | None) -> list[ScoredItem]:
         """One memory search (on the phase-1 pool when it has a time budget); never raises."""
@@ -1084,8 +1077,7 @@ class ChatRecall(_AsyncMixin):
         question with no documents to answer it gets no unrelated memories.
         """
         self.metrics.incr("fallbacks.memory")
-        top = run.k if run.explicit_k else min(self.retrieval_config.phase1_top_k, run.k)  # a phase-1 size lookup
-        items = self._run_memory_search(run, top, timeout_ms=None)
+        items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=None)
         useful = self._useful(items, run.entities, gate, run.message)
         if useful:
             run.notes.append(f"corpus found nothing strong; memory useful ({useful}): memory used")
