@@ -519,7 +519,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from ._bench import run_bench
 
-    return run_bench(args, console)
+    try:
+        return run_bench(args, console)
+    except ImportError as exc:  # a harness or baseline library is missing: name the extra that installs it
+        from ._bench._common import bench_dependency_message
+
+        msg = bench_dependency_message(exc)
+        if msg is None:
+            raise
+        err_console.print(f"[red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+        return 2
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -619,6 +628,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", type=int, default=50)
     s.add_argument("--store", choices=("chroma", "memory"), default="chroma")
     s.add_argument("--data-dir", default=None, help="shared data directory (default ../shared/data)")
+    s.add_argument("--server", default=None, help="server mode (a real `chroma run`): auto (default), on, off, or the "
+                                                  "size to run it at (default 10000)")
+    s.add_argument("--threads", type=int, default=None, help="threads of the throughput mode (default 8; 0: skip)")
+    s.add_argument("--cold-start", default=None, help="sizes to time a fresh process's first retrieve at, with and "
+                                                      "without snapshot (default: every size; none: skip)")
+    s.add_argument("--embedder-backends", default=None, help="also time query embedding on these backends, e.g. "
+                                                             "torch,onnx,onnx-int8 (torch is the baseline)")
     s = bsub.add_parser("replay", help="replay LoCoMo / LongMemEval turn by turn: recall and tokens per turn")
     s.add_argument("data", help="LoCoMo or LongMemEval file (format detected)")
     s.add_argument("--out", required=True)

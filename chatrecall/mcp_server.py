@@ -48,6 +48,7 @@ from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 from pydantic import AnyHttpUrl  # noqa: E402
 
 from ._version import __version__  # noqa: E402
+from .adapters._common import check_engine  # noqa: E402
 from .core import ChatRecall, ChatRecallError, ConfigError, RetrievalResult, check_id  # noqa: E402
 
 __all__ = ["DEFAULT_SESSION", "TokenFileVerifier", "build_server", "load_auth_file", "serve"]
@@ -146,12 +147,12 @@ def build_server(
         name: Server name shown to clients.
 
     Raises:
-        ConfigError: Neither or both of ``user_id`` and ``tokens``, or a bad id.
+        ConfigError: ``engine`` is not a :class:`ChatRecall`, neither or both of
+            ``user_id`` and ``tokens``, or a bad id.
     """
     if (user_id is None) == (tokens is None):
         raise ConfigError("give exactly one of user_id=... (one user) or tokens={token: user_id} (bearer tokens)")
-    if not isinstance(engine, ChatRecall):
-        raise ConfigError(f"engine={engine!r:.60} is invalid: pass a ChatRecall")
+    engine = check_engine(engine, "build_server")
     try:
         bound = None if user_id is None else check_id("user_id", user_id, engine.limits)
         default_session = check_id("session_id", session_id, engine.limits)

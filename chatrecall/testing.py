@@ -1,9 +1,12 @@
-"""Test doubles shipped with chatrecall: a deterministic embedder and an in-memory store.
+"""Test doubles shipped with chatrecall: a deterministic embedder, an in-memory store and a clock.
 
 Example:
     >>> from chatrecall import ChatRecall
-    >>> from chatrecall.testing import HashEmbedder, InMemoryStore
-    >>> cr = ChatRecall(store=InMemoryStore(), embedder=HashEmbedder())
+    >>> from chatrecall.testing import HashEmbedder, InMemoryStore, ManualClock
+    >>> clock = ManualClock()
+    >>> cr = ChatRecall(store=InMemoryStore(), embedder=HashEmbedder(), clock=clock)
+    >>> clock.advance(86400.0)  # a day later, as far as the engine can tell
+    1700086400.0
 """
 
 from __future__ import annotations
@@ -15,11 +18,58 @@ from .core._fakes import HashEmbedder
 from .core._memstore import InMemoryStore
 
 
+class ManualClock:
+    """A clock that moves only when told to: pass it as ``ChatRecall(clock=...)``.
+
+    The engine reads the time through its ``clock`` (recency, default
+    timestamps, cache expiry); with this one a test or a benchmark replays
+    dated conversations and ages memories without sleeping.
+
+    Example:
+        >>> clock = ManualClock(1_000.0)
+        >>> clock()
+        1000.0
+        >>> clock.t = 5_000.0  # jump to a question's date
+        >>> clock.advance(60.0)
+        5060.0
+
+    Args:
+        t: The time it reads until moved (POSIX seconds). The default,
+            1,700,000,000 (2023-11-14), keeps tests independent of the date.
+
+    Attributes:
+        t: The current time; assign it to jump.
+    """
+
+    #: The default start: 2023-11-14T22:13:20Z.
+    START = 1_700_000_000.0
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: float = START) -> None:
+        self.t = float(t)
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> float:
+        """Move forward by ``seconds`` (backward when negative); returns the new time."""
+        self.t += seconds
+        return self.t
+
+    def __repr__(self) -> str:
+        return f"ManualClock({self.t!r})"
+
+
 def fake_engine(**kwargs: Any) -> ChatRecall:
-    """A ChatRecall on an in-memory store and the hash embedder (fast, no I/O)."""
+    """A ChatRecall on an in-memory store and the hash embedder (fast, no I/O).
+
+    Keyword arguments go to :class:`ChatRecall` (``clock=ManualClock()``,
+    ``gate=...``); ``store`` and ``embedder`` default to the fakes.
+    """
     kwargs.setdefault("store", InMemoryStore())
     kwargs.setdefault("embedder", HashEmbedder())
     return ChatRecall(**kwargs)
 
 
-__all__ = ["HashEmbedder", "InMemoryStore", "fake_engine"]
+__all__ = ["HashEmbedder", "InMemoryStore", "ManualClock", "fake_engine"]

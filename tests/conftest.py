@@ -1,4 +1,12 @@
-"""Shared fixtures: the real embedding model and real Chroma (embedded and server).
+"""Shared fixtures: engines closed at teardown, the real embedding model and real Chroma.
+
+* ``clock``: a :class:`~chatrecall.testing.ManualClock` at its fixed start;
+* ``closing``: ``closing(obj)`` returns ``obj`` and closes it at teardown,
+  newest first, also when the test failed (no leaked thread pools or clients);
+* ``make_engine``: ``make_engine(**kwargs)`` is :func:`~chatrecall.testing.fake_engine`,
+  closed at teardown; ``engine`` is one such engine on ``clock``;
+* ``chroma_server``, ``chroma_server_factory``, ``embedded_store``, ``st_embedder``:
+  the real thing.
 
 Heavy imports (chromadb, sentence-transformers) happen inside the fixtures so
 that collecting the fast unit tests stays fast.
@@ -14,17 +22,67 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
+
+from chatrecall import ChatRecall
+from chatrecall.testing import ManualClock, fake_engine
 
 # Nothing in the test suite may reach the Hugging Face hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SERVER_START_TIMEOUT_S = 60.0
+
+
+class _Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Closeable)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A clock at ``ManualClock.START`` that moves only when the test moves it."""
+    return ManualClock()
+
+
+@pytest.fixture
+def closing() -> Iterator[Callable[[_C], _C]]:
+    """``closing(obj)``: ``obj``, closed at teardown (newest first), also when the test fails.
+
+    Every ``close()`` runs even if an earlier one raises (the first error is
+    reported), so an engine's thread pool and a store's client never outlive
+    the test that opened them.
+    """
+    with ExitStack() as stack:
+
+        def register(obj: _C) -> _C:
+            stack.callback(obj.close)
+            return obj
+
+        yield register
+
+
+@pytest.fixture
+def make_engine(closing: Callable[[ChatRecall], ChatRecall]) -> Callable[..., ChatRecall]:
+    """``make_engine(**kwargs)``: :func:`~chatrecall.testing.fake_engine`, closed at teardown."""
+
+    def make(**kwargs: Any) -> ChatRecall:
+        return closing(fake_engine(**kwargs))
+
+    return make
+
+
+@pytest.fixture
+def engine(make_engine: Callable[..., ChatRecall], clock: ManualClock) -> ChatRecall:
+    """A fake engine (in-memory store, hash embedder) on ``clock``, closed at teardown."""
+    return make_engine(clock=clock)
 
 
 def free_port() -> int:

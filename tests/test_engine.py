@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -22,30 +23,20 @@ from chatrecall import (
     Strategy,
     Turn,
 )
-from chatrecall.testing import HashEmbedder, InMemoryStore, fake_engine
+from chatrecall.testing import HashEmbedder, InMemoryStore, ManualClock, fake_engine
 
 DAY = 86400.0
+Closing = Callable[[ChatRecall], ChatRecall]  # conftest.py fixtures
+MakeEngine = Callable[..., ChatRecall]
 
 
-class Clock:
-    def __init__(self, t: float = 1_700_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
+# ``clock`` (a ManualClock), ``make_engine`` and ``closing`` come from conftest.py.
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def cr(make_engine: MakeEngine, clock: ManualClock) -> ChatRecall:
+    return make_engine(clock=clock)
 
 
-@pytest.fixture
-def cr(clock: Clock) -> ChatRecall:
-    return fake_engine(clock=clock)
-
-
-def _seed(cr: ChatRecall, clock: Clock) -> None:
+def _seed(cr: ChatRecall, clock: ManualClock) -> None:
     base = clock.t - 10 * DAY
     turns = [
         ("s1", "user", "I'm building the cheese project: a catalogue of French cheeses."),
@@ -75,9 +66,9 @@ def test_add_returns_stable_ids_and_dedupes(cr: ChatRecall) -> None:
     assert fake_engine().add("hello there friend", user_id="u", session_id="s") == a
 
 
-def test_add_many_batches_embeddings_and_keeps_order(clock: Clock) -> None:
+def test_add_many_batches_embeddings_and_keeps_order(clock: ManualClock, closing: Closing) -> None:
     emb = HashEmbedder()
-    cr = ChatRecall(store=InMemoryStore(), embedder=emb, clock=clock)
+    cr = closing(ChatRecall(store=InMemoryStore(), embedder=emb, clock=clock))
     ids = cr.add_many([
         {"text": f"turn number {i}", "user_id": "u", "session_id": "s", "timestamp": clock.t + i} for i in range(20)
     ])
@@ -87,7 +78,7 @@ def test_add_many_batches_embeddings_and_keeps_order(clock: Clock) -> None:
     assert [r.text for r in recent][-1] == "turn number 19"
 
 
-def test_entities_are_extracted_and_stored(cr: ChatRecall, clock: Clock) -> None:
+def test_entities_are_extracted_and_stored(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     batch = cr.store.get("memories", where={"user_id": "alice"})
     ents = {k for r in batch.records for k in r.entities}
@@ -159,7 +150,7 @@ def test_required_routes(cr: ChatRecall) -> None:
     assert cr.decide("what about that function?").route is Route.MEMORY
 
 
-def test_small_talk_skips_search(cr: ChatRecall, clock: Clock) -> None:
+def test_small_talk_skips_search(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     res = cr.retrieve("thanks!", user_id="alice", session_id="s9")
     assert res.route is Route.NONE
@@ -168,7 +159,7 @@ def test_small_talk_skips_search(cr: ChatRecall, clock: Clock) -> None:
     assert cr.stats()["counters"]["searches_skipped.route_none"] == 1
 
 
-def test_memory_recall_with_reasons_and_components(cr: ChatRecall, clock: Clock) -> None:
+def test_memory_recall_with_reasons_and_components(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     res = cr.retrieve("Remember that cheese project?", user_id="alice", session_id="s9")
     assert res.gate.route is Route.MEMORY
@@ -183,7 +174,7 @@ def test_memory_recall_with_reasons_and_components(cr: ChatRecall, clock: Clock)
     assert set(res.timings_ms) >= {"gate", "embed", "memory", "total"}
 
 
-def test_users_are_isolated(cr: ChatRecall, clock: Clock) -> None:
+def test_users_are_isolated(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     for q in ["Remember the cheese project?", "what about hiking in the Alps, remember?"]:
         res = cr.retrieve(q, user_id="alice", k=20)
@@ -193,7 +184,7 @@ def test_users_are_isolated(cr: ChatRecall, clock: Clock) -> None:
     assert all(i.record.user_id == "bob" for i in cr.search("cheese", user_id="bob", k=50) if i.record)
 
 
-def test_identifier_anchor_makes_memory_useful(cr: ChatRecall, clock: Clock) -> None:
+def test_identifier_anchor_makes_memory_useful(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     cr.add_documents(["ECONNREFUSED is a socket error raised when the peer refuses a TCP connection."])
     res = cr.retrieve("remember the ECONNREFUSED problem?", user_id="alice")
@@ -203,7 +194,7 @@ def test_identifier_anchor_makes_memory_useful(cr: ChatRecall, clock: Clock) -> 
     assert "ECONNREFUSED" in res.items[0].text
 
 
-def test_memory_not_useful_falls_back_to_corpus(cr: ChatRecall, clock: Clock) -> None:
+def test_memory_not_useful_falls_back_to_corpus(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     cr.add_documents([{"id": "k8s", "title": "Kubernetes", "text": "Kubernetes schedules pods onto nodes. Helm packages charts."}])
     res = cr.retrieve("remember how kubernetes schedules pods onto nodes?", user_id="alice")
@@ -222,7 +213,7 @@ def test_corpus_route_reads_shared_and_own_documents_only(cr: ChatRecall) -> Non
     assert any("secret" in p.text for p in res_b.passages)
 
 
-def test_correction_forces_memory_pass_this_and_next_turn(cr: ChatRecall, clock: Clock) -> None:
+def test_correction_forces_memory_pass_this_and_next_turn(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     res = cr.retrieve("no, I meant the earlier thing", user_id="alice", session_id="s9")
     assert res.gate.correction
@@ -234,8 +225,8 @@ def test_correction_forces_memory_pass_this_and_next_turn(cr: ChatRecall, clock:
     assert not any("correction" in n for n in third.notes)
 
 
-def test_recent_window_is_token_capped(clock: Clock) -> None:
-    cr = fake_engine(clock=clock, retrieval=RetrievalConfig(recent_turns=4, recent_turn_max_tokens=20,
+def test_recent_window_is_token_capped(clock: ManualClock, make_engine: MakeEngine) -> None:
+    cr = make_engine(clock=clock, retrieval=RetrievalConfig(recent_turns=4, recent_turn_max_tokens=20,
                                                             recent_max_tokens=50))
     cr.add("short hello", user_id="u", session_id="s", timestamp=clock.t - 30)
     cr.add("tool output " + "x y z " * 500, user_id="u", session_id="s", role="tool", timestamp=clock.t - 20)
@@ -248,7 +239,7 @@ def test_recent_window_is_token_capped(clock: Clock) -> None:
 
 
 @pytest.mark.parametrize("strategy", list(Strategy))
-def test_each_strategy_returns_own_user_ranked_items(cr: ChatRecall, clock: Clock, strategy: Strategy) -> None:
+def test_each_strategy_returns_own_user_ranked_items(cr: ChatRecall, clock: ManualClock, strategy: Strategy) -> None:
     _seed(cr, clock)
     items = cr.search("cheese project with Postgres", user_id="alice", k=3, strategy=strategy)
     assert 1 <= len(items) <= 3
@@ -257,20 +248,20 @@ def test_each_strategy_returns_own_user_ranked_items(cr: ChatRecall, clock: Cloc
     assert all(i.record and i.record.user_id == "alice" for i in items)
 
 
-def test_recency_strategy_prefers_newest(cr: ChatRecall, clock: Clock) -> None:
+def test_recency_strategy_prefers_newest(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     items = cr.search("anything", user_id="alice", k=2, strategy="recency")
     assert "Marie" in items[0].text
 
 
-def test_entity_strategy_finds_entity_mentions(cr: ChatRecall, clock: Clock) -> None:
+def test_entity_strategy_finds_entity_mentions(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     items = cr.search("Marie", user_id="alice", k=2, strategy="entity")
     assert "Marie" in items[0].text
     assert "entity" in items[0].why
 
 
-def test_graph_expansion_reaches_neighbour_turns(cr: ChatRecall, clock: Clock) -> None:
+def test_graph_expansion_reaches_neighbour_turns(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     items = cr.search("import script fails on startup", user_id="alice", k=5, strategy="graph")
     texts = [i.text for i in items]
@@ -285,7 +276,7 @@ def test_unknown_strategy_is_rejected(cr: ChatRecall) -> None:
 
 
 # ---------------------------------------------------------------- budget
-def test_budget_never_exceeded_and_rejections_explained(cr: ChatRecall, clock: Clock) -> None:
+def test_budget_never_exceeded_and_rejections_explained(cr: ChatRecall, clock: ManualClock) -> None:
     for i in range(30):
         cr.add(f"cheese fact {i}: " + "aged comte gruyere " * 10, user_id="u", session_id=f"s{i}",
                timestamp=clock.t - i * 60)
@@ -302,8 +293,8 @@ def test_near_duplicates_suppressed(cr: ChatRecall) -> None:
     assert any("near-duplicate" in r.why for r in res.rejected)
 
 
-def test_tiers_mode_caps_background(clock: Clock) -> None:
-    cr = fake_engine(clock=clock, budget=BudgetConfig(mode="tiers", max_tokens=400, background_share=0.0,
+def test_tiers_mode_caps_background(clock: ManualClock, make_engine: MakeEngine) -> None:
+    cr = make_engine(clock=clock, budget=BudgetConfig(mode="tiers", max_tokens=400, background_share=0.0,
                                                      critical_score=0.9, relevant_score=0.8))
     for i in range(5):
         cr.add(f"random note {i} about gardening tomatoes", user_id="u", session_id="s")
@@ -322,21 +313,21 @@ def test_dynamic_budget_grows_with_complexity() -> None:
     assert 100 <= small < big <= 1000
 
 
-def test_pluggable_token_counter(clock: Clock) -> None:
-    cr = fake_engine(clock=clock, token_counter=lambda s: len(s))  # characters as tokens
+def test_pluggable_token_counter(clock: ManualClock, make_engine: MakeEngine) -> None:
+    cr = make_engine(clock=clock, token_counter=lambda s: len(s))  # characters as tokens
     cr.add("twelve chars", user_id="u", session_id="s")
     assert cr.recent("u", "s")[0].tokens == len("twelve chars")
 
 
 # ---------------------------------------------------------------- pins
-def test_pins_always_present_capped_and_persisted(cr: ChatRecall, clock: Clock) -> None:
+def test_pins_always_present_capped_and_persisted(cr: ChatRecall, clock: ManualClock, closing: Closing) -> None:
     p = cr.pin("We use Postgres, not SQLite.", user_id="alice")
     assert cr.pin("We use Postgres, not SQLite.", user_id="alice").id == p.id
     res = cr.retrieve("ok cool", user_id="alice")
     assert res.route is Route.NONE
     assert res.pins == (p,) and "Postgres, not SQLite" in res.context
     # persisted: a new engine on the same store sees it
-    other = ChatRecall(store=cr.store, embedder=cr.embedder)
+    other = closing(ChatRecall(store=cr.store, embedder=cr.embedder))
     assert [x.text for x in other.pins("alice")] == ["We use Postgres, not SQLite."]
     assert cr.pins("bob") == []
     cr.unpin(p.id)
@@ -345,14 +336,14 @@ def test_pins_always_present_capped_and_persisted(cr: ChatRecall, clock: Clock) 
         cr.unpin(p.id)
 
 
-def test_pin_caps_raise_and_change_nothing(clock: Clock) -> None:
-    cr = fake_engine(clock=clock, pins=PinConfig(max_pins=2, max_tokens=12))
+def test_pin_caps_raise_and_change_nothing(clock: ManualClock, make_engine: MakeEngine) -> None:
+    cr = make_engine(clock=clock, pins=PinConfig(max_pins=2, max_tokens=12))
     cr.pin("rule one", user_id="u")
     cr.pin("rule two", user_id="u")
     with pytest.raises(PinLimitError, match="max_pins=2"):
         cr.pin("rule three", user_id="u")
     assert [p.text for p in cr.pins("u")] == ["rule one", "rule two"]
-    cr2 = fake_engine(clock=clock, pins=PinConfig(max_pins=5, max_tokens=5))
+    cr2 = make_engine(clock=clock, pins=PinConfig(max_pins=5, max_tokens=5))
     with pytest.raises(PinLimitError, match="max_tokens=5"):
         cr2.pin("this pin is far too long for the cap", user_id="u")
     assert cr2.pins("u") == []
@@ -373,7 +364,7 @@ def test_unpin_of_other_users_pin_is_not_found(cr: ChatRecall) -> None:
 
 
 # ---------------------------------------------------------------- forget
-def test_forget_user_and_session(cr: ChatRecall, clock: Clock) -> None:
+def test_forget_user_and_session(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     cr.pin("alice rule", user_id="alice")
     rep = cr.forget("alice", "s3")
@@ -401,10 +392,10 @@ class SlowStore(InMemoryStore):
         return super().query(*a, **kw)
 
 
-def test_phase1_timeout_is_recorded_and_does_not_block(clock: Clock) -> None:
+def test_phase1_timeout_is_recorded_and_does_not_block(clock: ManualClock, closing: Closing) -> None:
     store = SlowStore()
-    cr = ChatRecall(store=store, embedder=HashEmbedder(), clock=clock,
-                    retrieval=RetrievalConfig(phase1_timeout_ms=50))
+    cr = closing(ChatRecall(store=store, embedder=HashEmbedder(), clock=clock,
+                            retrieval=RetrievalConfig(phase1_timeout_ms=50)))
     cr.add("the cheese project uses Postgres", user_id="u", session_id="s")
     store.delay = 1.0
     res = cr.retrieve("remember the cheese project?", user_id="u")
@@ -413,14 +404,14 @@ def test_phase1_timeout_is_recorded_and_does_not_block(clock: Clock) -> None:
     assert cr.stats()["counters"]["phase1_timeouts"] == 1
 
 
-def test_store_down_degrades_retrieve(cr: ChatRecall, clock: Clock) -> None:
+def test_store_down_degrades_retrieve(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     cr.store.fail_next = StoreUnavailableError("server down")  # type: ignore[attr-defined]
     res = cr.retrieve("remember the cheese project?", user_id="alice", route="both")
     assert res.degraded
 
 
-def test_metrics_snapshot(cr: ChatRecall, clock: Clock) -> None:
+def test_metrics_snapshot(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     for m in ["hi", "remember the cheese project?", "What does TriBridConfig do?"]:
         cr.retrieve(m, user_id="alice", session_id="s1")
@@ -437,8 +428,8 @@ def test_metrics_snapshot(cr: ChatRecall, clock: Clock) -> None:
     assert sum(v["turns"] for v in snap["per_day"].values()) == 3
 
 
-def test_threads_do_not_mix_users(clock: Clock) -> None:
-    cr = fake_engine(clock=clock)
+def test_threads_do_not_mix_users(clock: ManualClock, make_engine: MakeEngine) -> None:
+    cr = make_engine(clock=clock)
     errors: list[BaseException] = []
 
     def work(u: int) -> None:
@@ -460,9 +451,9 @@ def test_threads_do_not_mix_users(clock: Clock) -> None:
     assert [cr.count(f"u{u}") for u in range(4)] == [40] * 4
 
 
-def test_cache_rebuilds_from_store_after_eviction(clock: Clock) -> None:
+def test_cache_rebuilds_from_store_after_eviction(clock: ManualClock, closing: Closing) -> None:
     store = InMemoryStore()
-    cr = ChatRecall(store=store, embedder=HashEmbedder(), clock=clock, max_cached_users=1)
+    cr = closing(ChatRecall(store=store, embedder=HashEmbedder(), clock=clock, max_cached_users=1))
     cr.add("alpha project Zanzibar", user_id="a", session_id="s")
     cr.add("beta project", user_id="b", session_id="s")  # evicts a
     assert "a" not in cr._users
@@ -470,11 +461,11 @@ def test_cache_rebuilds_from_store_after_eviction(clock: Clock) -> None:
     assert items and "Zanzibar" in items[0].text
 
 
-def test_second_process_writes_are_seen(clock: Clock) -> None:
+def test_second_process_writes_are_seen(clock: ManualClock, closing: Closing) -> None:
     store = InMemoryStore()
     emb = HashEmbedder()
-    a = ChatRecall(store=store, embedder=emb, clock=clock)
-    b = ChatRecall(store=store, embedder=emb, clock=clock)
+    a = closing(ChatRecall(store=store, embedder=emb, clock=clock))
+    b = closing(ChatRecall(store=store, embedder=emb, clock=clock))
     a.search("warm up", user_id="u") if a.count("u") else None
     a.add("first from a", user_id="u", session_id="s")
     a.search("first", user_id="u")  # a's cache now holds the user
@@ -491,7 +482,7 @@ def test_topk_helper_is_exact() -> None:
     assert list(_topk(x, 10)) == list(np.argsort(-x)[:10])
 
 
-def test_knowledge_question_naming_a_remembered_entity_searches_both(cr: ChatRecall, clock: Clock) -> None:
+def test_knowledge_question_naming_a_remembered_entity_searches_both(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     cr.add_documents(["ECONNREFUSED is returned when no process listens on the target port."])
     res = cr.retrieve("Why does ECONNREFUSED happen?", user_id="alice")

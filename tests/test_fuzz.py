@@ -288,12 +288,19 @@ SETTINGS: dict[str, Any] = {
 }
 
 
+def _engine(store: Any) -> ChatRecall:
+    """The engine of every fuzz run: small vectors, one shared gate, at most 5 pins."""
+    return ChatRecall(store=store, embedder=HashEmbedder(dim=64), gate=GATE, pins=PinConfig(max_pins=5))
+
+
 @pytest.fixture(scope="module")
 def fake_engine_seeded() -> Iterator[ChatRecall]:
-    cr = ChatRecall(store=InMemoryStore(), embedder=HashEmbedder(dim=64), gate=GATE, pins=PinConfig(max_pins=5))
-    _seed(cr)
-    yield cr
-    cr.close()
+    cr = _engine(InMemoryStore())
+    try:
+        _seed(cr)
+        yield cr
+    finally:
+        cr.close()
 
 
 def test_fuzz_public_api_and_adapters_on_fakes(fake_engine_seeded: ChatRecall) -> None:
@@ -317,8 +324,7 @@ def test_fuzz_public_api_on_embedded_chroma(tmp_path: Path) -> None:
     from chatrecall.adapters.chroma import ChromaStore
 
     store = ChromaStore(path=tmp_path / "db")
-    cr = ChatRecall(store=store, embedder=HashEmbedder(dim=64), gate=GATE, pins=PinConfig(max_pins=5))
-    _seed(cr)
+    cr = _engine(store)
     tally = Tally()
 
     @settings(max_examples=CHROMA_EXAMPLES, **SETTINGS)
@@ -327,6 +333,7 @@ def test_fuzz_public_api_on_embedded_chroma(tmp_path: Path) -> None:
         run_case(cr, call, tally)
 
     try:
+        _seed(cr)
         prop()
         reads_still_work(cr)
         final = snapshot(cr)
@@ -338,7 +345,8 @@ def test_fuzz_public_api_on_embedded_chroma(tmp_path: Path) -> None:
     # Whatever got in reads back the same through a fresh client on the same directory.
     store2 = ChromaStore(path=tmp_path / "db")
     try:
-        assert snapshot(ChatRecall(store=store2, embedder=HashEmbedder(dim=64), gate=GATE)) == final
+        with ChatRecall(store=store2, embedder=HashEmbedder(dim=64), gate=GATE) as reopened:
+            assert snapshot(reopened) == final
     finally:
         store2.close()
 
@@ -436,8 +444,7 @@ def test_weird_but_valid_input_round_trips_on_embedded_chroma(tmp_path: Path) ->
     from chatrecall.adapters.chroma import ChromaStore
 
     store = ChromaStore(path=tmp_path / "db")
-    cr = ChatRecall(store=store, embedder=HashEmbedder(dim=64), gate=GATE, pins=PinConfig(max_pins=5))
-    _seed(cr)
+    cr = _engine(store)
     n = {"cases": 0}
 
     @settings(max_examples=CHROMA_EXAMPLES // 2, **SETTINGS)  # 100 by default
@@ -447,6 +454,7 @@ def test_weird_but_valid_input_round_trips_on_embedded_chroma(tmp_path: Path) ->
         check_valid_round_trip(cr, *case)
 
     try:
+        _seed(cr)
         prop()
     finally:
         cr.close()

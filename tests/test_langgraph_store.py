@@ -24,7 +24,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 
 from chatrecall.adapters.langgraph import ChatRecallStore
-from chatrecall.core import InvalidInputError
+from chatrecall.core import ConfigError, InvalidInputError
 from chatrecall.testing import HashEmbedder, fake_engine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,7 +214,8 @@ def test_user_position_and_refusals() -> None:
         ChatRecallStore(cr).search((), query="tea")  # a search across every user is refused
     with pytest.raises(InvalidInputError, match="user_position"):
         ChatRecallStore(cr, user_position=-1)
-    with pytest.raises(InvalidInputError, match="engine"):
+    # A bad engine is a ConfigError from the check every adapter shares (LangChain, LlamaIndex, MCP).
+    with pytest.raises(ConfigError, match="ChatRecallStore: engine='not an engine' is invalid"):
         ChatRecallStore("not an engine")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="JSON"):
         ChatRecallStore(cr).put(("alice",), "k", {"text": "x", "bad": object()})

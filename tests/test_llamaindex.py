@@ -11,7 +11,7 @@ import asyncio
 import importlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -41,10 +41,10 @@ from chatrecall.adapters.llamaindex import (  # noqa: E402
     ChatRecallRetriever,
     LlamaIndexEmbedder,
 )
-from chatrecall.testing import HashEmbedder, fake_engine  # noqa: E402
+from chatrecall.testing import HashEmbedder, ManualClock  # noqa: E402
 
 DAY = 86400.0
-T0 = 1_700_000_000.0
+T0 = ManualClock.START
 
 CHEESE = "I'm building the cheese project: a catalogue of French cheeses with tasting notes."
 TABLE = "For the cheese project use a cheeses table with region, milk type and aging time."
@@ -53,14 +53,6 @@ ECONN = "The import script crashes with ECONNREFUSED when it talks to the databa
 MARIE = "My sister Marie is visiting Lyon next month and wants cheese shop tips."
 BOB = "Bob's secret: the cheese project codename is Roquefort-42."
 PIN = "Always answer in French."
-
-
-class Clock:
-    def __init__(self, t: float = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def _seed(cr: ChatRecall, now: float) -> None:
@@ -74,9 +66,8 @@ def _seed(cr: ChatRecall, now: float) -> None:
 
 
 @pytest.fixture
-def cr() -> ChatRecall:
-    clock = Clock()
-    engine = fake_engine(clock=clock)
+def cr(engine: ChatRecall, clock: ManualClock) -> ChatRecall:
+    """The conftest fake engine on a ManualClock at T0 (closed at teardown), seeded."""
     _seed(engine, clock.t)
     return engine
 
@@ -520,12 +511,12 @@ def test_chatrecall_embedding_in_vector_index() -> None:
         ChatRecallEmbedding(embedder="nope")
 
 
-def test_llamaindex_embedder_as_chatrecall_embedder() -> None:
+def test_llamaindex_embedder_as_chatrecall_embedder(make_engine: Callable[..., ChatRecall]) -> None:
     emb = LlamaIndexEmbedder(MockEmbedding(embed_dim=8))
     assert emb.dim == 8
     mat = emb.embed_documents(["a", "b"])
     assert mat.shape == (2, 8) and abs(float((mat**2).sum(axis=1)[0]) - 1.0) < 1e-5
-    engine = ChatRecall(store=fake_engine().store, embedder=emb)
+    engine = make_engine(embedder=emb)
     engine.add("stored through a LlamaIndex embedding", user_id="u", session_id="s")
     assert engine.search("stored", user_id="u")[0].text == "stored through a LlamaIndex embedding"
     with pytest.raises(ConfigError, match="embedding="):

@@ -219,6 +219,9 @@ def test_http_bound_to_one_user(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- configuration errors
 def test_configuration_errors(tmp_path: Path) -> None:
     cr = fake_engine()
+    # The same error type and message as the LangChain / LlamaIndex / LangGraph adapters.
+    with pytest.raises(ConfigError, match="build_server: engine='not an engine' is invalid"):
+        build_server("not an engine", user_id="a")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="exactly one"):
         build_server(cr)
     with pytest.raises(ConfigError, match="exactly one"):

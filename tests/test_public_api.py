@@ -79,11 +79,37 @@ def test_core_imports_only_numpy_and_stdlib() -> None:
 
 
 def test_importing_core_loads_no_framework() -> None:
-    code = ("import sys, chatrecall, chatrecall.core, chatrecall.testing; "
-            "bad = [m for m in ('torch','chromadb','langchain_core','llama_index','sentence_transformers') "
-            "if m in sys.modules]; print(bad)")
+    # An engine with the default (offline) token counter loads no tokenizer either: core/_tokens.py
+    # imports the tiktoken adapter only when a tiktoken name is asked for.
+    code = ("import sys, chatrecall, chatrecall.core, chatrecall.testing; chatrecall.testing.fake_engine(); "
+            "bad = [m for m in ('torch','chromadb','langchain_core','llama_index','sentence_transformers',"
+            "'tiktoken','transformers','chatrecall.adapters.tiktoken') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_testing_all_is_curated_and_documented() -> None:
+    import chatrecall.testing as testing
+
+    assert set(testing.__all__) == {"HashEmbedder", "InMemoryStore", "ManualClock", "fake_engine"}
+    for name in testing.__all__:
+        assert getattr(testing, name).__doc__, f"chatrecall.testing.{name} has no docstring"
+
+
+def test_manual_clock_moves_only_when_told() -> None:
+    from chatrecall.testing import ManualClock, fake_engine
+
+    clock = ManualClock()
+    assert clock() == ManualClock.START == 1_700_000_000.0
+    cr = fake_engine(clock=clock)
+    try:
+        cr.add("first", user_id="u", session_id="s")
+        assert clock.advance(60.0) == ManualClock.START + 60.0
+        clock.t = 2_000_000_000.0
+        cr.add("second", user_id="u", session_id="s")
+        assert [r.timestamp for r in cr.history("u", "s")] == pytest.approx([ManualClock.START, 2_000_000_000.0])
+    finally:
+        cr.close()
 
 
 @pytest.mark.parametrize(("module", "dep", "extra"), [
@@ -96,6 +122,26 @@ def test_adapter_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyPat
     monkeypatch.delitem(sys.modules, module, raising=False)
     with pytest.raises(ImportError, match=rf"chatrecall\[{extra}\]"):
         importlib.import_module(module)
+
+
+def test_bench_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from chatrecall.cli import main
+
+    monkeypatch.setitem(sys.modules, "bm25s", None)
+    # Refused before the data is read: the file does not even exist.
+    rc = main(["bench", "locomo", str(tmp_path / "missing.json"), "--out", str(tmp_path / "out.json"),
+               "--systems", "chatrecall,bm25_only", "--embedder", "hash", "--store", "memory"])
+    assert rc == 2
+    assert 'pip install "chatrecall[bench]"' in capsys.readouterr().err
+
+
+def test_bench_names_the_extra_for_a_late_import() -> None:
+    from chatrecall._bench._common import bench_dependency_message
+
+    msg = bench_dependency_message(ModuleNotFoundError("No module named 'langchain_chroma'", name="langchain_chroma"))
+    assert msg is not None and "langchain-chroma" in msg and 'pip install "chatrecall[bench]"' in msg
+    assert bench_dependency_message(ModuleNotFoundError("No module named 'nope'", name="nope")) is None
 
 
 def test_chroma_store_without_chromadb_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

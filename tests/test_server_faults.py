@@ -77,6 +77,30 @@ def _seed(cr: ChatRecall) -> None:
     assert any("Postgres" in i.text for i in cr.search("Postgres billing", user_id="alice"))
 
 
+OpenEngine = Callable[..., tuple[ChromaStore, ChatRecall]]
+
+
+@pytest.fixture
+def seeded_engine(closing: Callable[[Any], Any]) -> OpenEngine:
+    """``seeded_engine(url, **store_kw)``: a ChromaStore on ``url`` and a seeded engine over it.
+
+    Both are closed at teardown (engine first), also when an assertion fails
+    mid-outage, so a failing test never leaks the engine's thread pool or the
+    store's HTTP client. List this fixture after the server or proxy fixture:
+    teardown runs in reverse, so the engine closes while the server is still
+    managed.
+    """
+
+    def open_engine(url: str, **store_kw: Any) -> tuple[ChromaStore, ChatRecall]:
+        store_kw.setdefault("timeout_s", TIMEOUT_S)
+        store = closing(ChromaStore(url=url, **store_kw))
+        cr = closing(_engine(store))
+        _seed(cr)
+        return store, cr
+
+    return open_engine
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     t0 = time.monotonic()
     out = fn()
@@ -147,26 +171,21 @@ def _assert_recovered(cr: ChatRecall, expected_alice: int, *, maybe_landed: bool
 
 
 # ---------------------------------------------------------------- stopped / restarted
-def test_killed_server_degrades_reads_fails_writes_then_recovers(chroma_server_factory: Any) -> None:
+def test_killed_server_degrades_reads_fails_writes_then_recovers(chroma_server_factory: Any,
+                                                                 seeded_engine: OpenEngine) -> None:
     server = chroma_server_factory()
-    store = ChromaStore(url=server.url, timeout_s=TIMEOUT_S)
-    cr = _engine(store)
-    _seed(cr)
+    _, cr = seeded_engine(server.url)
     server.kill()
     notes = _assert_reads_degrade(cr)
     assert any(str(server.port) in n for n in notes), "the note should name the server"
     _assert_writes_fail_loudly(cr)
     server.start()  # same data directory and port
     _assert_recovered(cr, len(FACTS))
-    cr.close()
-    store.close()
 
 
-def test_retries_ride_through_a_restart(chroma_server_factory: Any) -> None:
+def test_retries_ride_through_a_restart(chroma_server_factory: Any, seeded_engine: OpenEngine) -> None:
     server = chroma_server_factory()
-    store = ChromaStore(url=server.url, timeout_s=TIMEOUT_S, retries=8)  # ~9 s of backoff in total
-    cr = _engine(store)
-    _seed(cr)
+    store, cr = seeded_engine(server.url, retries=8)  # ~9 s of backoff in total
     server.kill()
     restarter = threading.Timer(0.5, server.start)
     restarter.start()
@@ -178,28 +197,21 @@ def test_retries_ride_through_a_restart(chroma_server_factory: Any) -> None:
     assert cr.count("alice") == len(FACTS) + 5
     assert set(ids) <= {r.id for r in store.get(COLLECTION_MEMORIES, where={"user_id": "alice"}).records}
     _assert_recovered(cr, len(FACTS) + 5)
-    cr.close()
-    store.close()
 
 
-def test_graceful_stop_then_new_server_process(chroma_server_factory: Any) -> None:
+def test_graceful_stop_then_new_server_process(chroma_server_factory: Any, seeded_engine: OpenEngine) -> None:
     """A planned restart between two turns: the next turn just works."""
     server = chroma_server_factory()
-    store = ChromaStore(url=server.url, timeout_s=TIMEOUT_S)
-    cr = _engine(store)
-    _seed(cr)
+    _, cr = seeded_engine(server.url)
     server.restart()
     _assert_recovered(cr, len(FACTS))
-    cr.close()
-    store.close()
 
 
 # ---------------------------------------------------------------- frozen (SIGSTOP)
-def test_frozen_server_reads_bounded_writes_fail_then_recovers(chroma_server_factory: Any) -> None:
+def test_frozen_server_reads_bounded_writes_fail_then_recovers(chroma_server_factory: Any,
+                                                               seeded_engine: OpenEngine) -> None:
     server = chroma_server_factory()
-    store = ChromaStore(url=server.url, timeout_s=TIMEOUT_S)
-    cr = _engine(store)
-    _seed(cr)
+    _, cr = seeded_engine(server.url)
     assert server.proc is not None
     server.proc.send_signal(signal.SIGSTOP)
     try:
@@ -209,8 +221,6 @@ def test_frozen_server_reads_bounded_writes_fail_then_recovers(chroma_server_fac
     finally:
         server.proc.send_signal(signal.SIGCONT)
     _assert_recovered(cr, len(FACTS), maybe_landed=True)
-    cr.close()
-    store.close()
 
 
 # ---------------------------------------------------------------- slow network (TCP proxy)
@@ -284,10 +294,8 @@ def proxy(chroma_server: str) -> Iterator[SlowProxy]:
         p.close()
 
 
-def test_slow_network_reads_bounded_writes_fail_then_recovers(proxy: SlowProxy) -> None:
-    store = ChromaStore(url=proxy.url, namespace=f"slow{uuid.uuid4().hex[:10]}", timeout_s=TIMEOUT_S)
-    cr = _engine(store)
-    _seed(cr)
+def test_slow_network_reads_bounded_writes_fail_then_recovers(proxy: SlowProxy, seeded_engine: OpenEngine) -> None:
+    _, cr = seeded_engine(proxy.url, namespace=f"slow{uuid.uuid4().hex[:10]}")
     proxy.delay = 3 * TIMEOUT_S  # every chunk arrives after the read timeout
     time.sleep(1.1)
     _assert_reads_degrade(cr, SOME_ROUTES)
@@ -295,15 +303,11 @@ def test_slow_network_reads_bounded_writes_fail_then_recovers(proxy: SlowProxy) 
     proxy.delay = 0.0
     time.sleep(3 * TIMEOUT_S + 0.5)  # chunks already held by the proxy drain
     _assert_recovered(cr, len(FACTS), maybe_landed=True)
-    cr.close()
-    store.close()
 
 
-def test_trickling_server_is_bounded_by_timeout(proxy: SlowProxy) -> None:
+def test_trickling_server_is_bounded_by_timeout(proxy: SlowProxy, seeded_engine: OpenEngine) -> None:
     """Bytes that keep arriving, each just inside the read timeout, must not stretch a call forever."""
-    store = ChromaStore(url=proxy.url, namespace=f"trickle{uuid.uuid4().hex[:10]}", timeout_s=TIMEOUT_S)
-    cr = _engine(store)
-    _seed(cr)
+    store, cr = seeded_engine(proxy.url, namespace=f"trickle{uuid.uuid4().hex[:10]}")
     cr.add_many([Turn(text=f"{'padding ' * 40} fact number {i}", user_id="alice", session_id="s9")
                  for i in range(30)])
     proxy.chunk, proxy.delay = 256, 0.2 * TIMEOUT_S  # ~1.3 KB/s: a response of tens of KB takes ages
@@ -318,21 +322,19 @@ def test_trickling_server_is_bounded_by_timeout(proxy: SlowProxy) -> None:
     time.sleep(0.5)
     with contextlib.suppress(NotFoundError):
         assert cr.count("alice") == len(FACTS) + 30
-    cr.close()
-    store.close()
 
 
 # ---------------------------------------------------------------- transient server races
 RACE = "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
 
 
-def test_transient_segment_race_is_retried_not_reported() -> None:
+def test_transient_segment_race_is_retried_not_reported(closing: Callable[[Any], Any]) -> None:
     """Chroma sometimes fails a read that races a write of the same collection (chroma-core/chroma#4212).
 
     Seen in test_concurrency on the server about once per thousand calls; the
     call is idempotent, so the store retries it instead of reporting an error.
     """
-    store = ChromaStore(url="http://127.0.0.1:9", timeout_s=TIMEOUT_S)  # never contacted: _run only
+    store = closing(ChromaStore(url="http://127.0.0.1:9", timeout_s=TIMEOUT_S))  # never contacted: _run only
     calls = {"n": 0}
 
     def flaky() -> str:

@@ -8,6 +8,7 @@ markdown + rich output every ``chatrecall bench`` command writes.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -18,6 +19,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from chatrecall.core._protocols import Embedder
+from chatrecall.testing import ManualClock
 
 __all__ = [
     "BM25Ranker",
@@ -60,6 +63,50 @@ CHATRECALL_SYSTEMS: dict[str, str | None] = {
 }
 BASELINE_SYSTEMS = ("dense_only", "bm25_only", "langchain_chroma")
 ALL_SYSTEMS = (*CHATRECALL_SYSTEMS, *BASELINE_SYSTEMS)
+
+
+# ----------------------------------------------------------------- dependencies
+#: How to get every third-party package a harness imports.
+BENCH_INSTALL = 'pip install "chatrecall[bench]"'
+#: Top-level modules the harnesses import (lazily) -> the distribution providing each; all in ``[bench]``.
+BENCH_MODULES = {
+    "bm25s": "bm25s",
+    "langchain_chroma": "langchain-chroma",
+    "langchain_core": "langchain-core",
+    "chromadb": "chromadb",
+    "sentence_transformers": "sentence-transformers",
+    "torch": "torch",
+}
+#: Modules a baseline system needs beyond numpy.
+_SYSTEM_MODULES = {"bm25_only": ("bm25s",), "langchain_chroma": ("langchain_chroma", "chromadb")}
+
+
+def require_systems(names: Iterable[str]) -> None:
+    """Fail before any work when a module the systems ``names`` need is not installed.
+
+    Raises:
+        ImportError: Naming the missing packages and ``pip install "chatrecall[bench]"``.
+    """
+    missing = sorted({m for n in names for m in _SYSTEM_MODULES.get(n, ()) if importlib.util.find_spec(m) is None})
+    if missing:
+        pkgs = ", ".join(BENCH_MODULES[m] for m in missing)
+        raise ImportError(f"the baseline systems need {pkgs}: {BENCH_INSTALL} (or run only chatrecall systems, "
+                          "e.g. --systems chatrecall)", name=missing[0])
+
+
+def bench_dependency_message(exc: ImportError) -> str | None:
+    """The error to show for ``exc`` when it is a missing benchmark dependency, else None.
+
+    Example:
+        >>> print(bench_dependency_message(ModuleNotFoundError("No module named 'bm25s'", name="bm25s")))
+        chatrecall bench needs bm25s (No module named 'bm25s'): pip install "chatrecall[bench]"
+    """
+    if BENCH_INSTALL in str(exc):
+        return str(exc)
+    top = (exc.name or "").split(".")[0]
+    if top not in BENCH_MODULES:
+        return None
+    return f"chatrecall bench needs {BENCH_MODULES[top]} ({exc}): {BENCH_INSTALL}"
 
 
 # ----------------------------------------------------------------- machine
@@ -395,14 +442,70 @@ def make_chatrecall(embedder: Embedder, *, store: str = "chroma", path: str | No
             f"ChromaStore(embedded, {path})")
 
 
-class MutableClock:
-    """A clock the harness sets to each question's "now" (question date)."""
+class MutableClock(ManualClock):
+    """The :class:`~chatrecall.testing.ManualClock` the harnesses set to each question's "now".
+
+    Starts at the wall-clock time (not ``ManualClock.START``), as the
+    harnesses always did.
+    """
+
+    __slots__ = ()
 
     def __init__(self, t: float | None = None) -> None:
-        self.t = time.time() if t is None else t
+        super().__init__(time.time() if t is None else t)
 
-    def __call__(self) -> float:
-        return self.t
+
+def systems_to_run(systems: str | Sequence[str] | None) -> list[str]:
+    """``--systems`` (names, or one comma-separated string; None: all) validated, dependencies checked.
+
+    Raises:
+        ValueError: An unknown system.
+        ImportError: A baseline's library is missing (names ``chatrecall[bench]``).
+    """
+    names = parse_systems(systems if isinstance(systems, str) or systems is None else ",".join(systems))
+    require_systems(names)
+    return names
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What a quality harness measures with: the cached embedder, the clock and the engine.
+
+    Attributes:
+        emb: The embedder every system shares, its vectors cached.
+        clock: The engine's clock; the harness sets it to each question's date.
+        engine: A ChatRecall, or None when no chatrecall system runs.
+        store_desc: The engine's store, as the results describe it (``-`` without engine).
+    """
+
+    emb: CachingEmbedder
+    clock: MutableClock
+    engine: Any
+    store_desc: str
+
+    def close(self) -> None:
+        """Persist the embedding cache and close the engine."""
+        self.emb.save()
+        if self.engine is not None:
+            self.engine.close()
+
+
+def open_harness(names: Sequence[str], *, store: str, embedder: Any, engine: bool = False) -> Harness:
+    """The embedder (bundled MiniLM when ``embedder`` is None, vectors cached on disk) and the engine.
+
+    Args:
+        names: Systems from :func:`systems_to_run`; the engine is opened when one is a chatrecall system.
+        store: ``chroma`` (embedded ChromaStore in a temp dir) or ``memory``.
+        embedder: An Embedder, or None for the bundled model.
+        engine: Open the engine even without a chatrecall system (LoCoMo's token study).
+    """
+    base = embedder if embedder is not None else real_embedder()
+    emb = CachingEmbedder(base, disk_dir=embed_cache_dir() if embedder is None else None)
+    clock = MutableClock()
+    if engine or any(n in CHATRECALL_SYSTEMS for n in names):
+        cr, store_desc = make_chatrecall(emb, store=store, clock=clock)
+        return Harness(emb, clock, cr, store_desc)
+    return Harness(emb, clock, None, "-")
 
 
 def ingest_haystack(engine: Any, user_id: str, keys: Sequence[str], texts: Sequence[str],

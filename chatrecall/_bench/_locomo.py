@@ -28,17 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
-    CHATRECALL_SYSTEMS,
-    CachingEmbedder,
-    MutableClock,
     baseline_rankers,
-    embed_cache_dir,
-    make_chatrecall,
     mean,
-    parse_systems,
+    open_harness,
     progress,
     rank_haystack,
-    real_embedder,
+    systems_to_run,
     target,
 )
 
@@ -219,16 +214,13 @@ def run_locomo(
         tokens: Also run the token study (chatrecall.retrieve vs last-N + top-k).
         max_questions: Only the first N questions of each conversation (smoke runs).
     """
-    names = parse_systems(systems if isinstance(systems, str) or systems is None else ",".join(systems))
+    names = systems_to_run(systems)  # before any data is read or embedded
     convs = load_locomo(path, limit)
     if max_questions is not None:
         for c in convs:
             c.questions = c.questions[:max_questions]
-    base = embedder if embedder is not None else real_embedder()
-    emb = CachingEmbedder(base, disk_dir=embed_cache_dir() if embedder is None else None)
-    clock = MutableClock()
-    cr_names = [n for n in names if n in CHATRECALL_SYSTEMS]
-    engine, store_desc = make_chatrecall(emb, store=store, clock=clock) if (cr_names or tokens) else (None, "-")
+    harness = open_harness(names, store=store, embedder=embedder, engine=tokens)
+    emb, clock, engine, store_desc = harness.emb, harness.clock, harness.engine, harness.store_desc
     per_sys: dict[str, list[tuple[int, list[str], list[str]]]] = {n: [] for n in names}
     secs: dict[str, float] = defaultdict(float)
     tok_rows: dict[str, list[tuple[int, float]]] = defaultdict(list)
@@ -258,9 +250,7 @@ def run_locomo(
                                    on_query=lambda: prog.advance(task), before_forget=token_study)
             for n in names:
                 per_sys[n].extend((q.category, q.evidence, r) for q, r in zip(conv.questions, ranked[n]))
-    emb.save()
-    if engine is not None:
-        engine.close()
+    harness.close()
 
     results = {n: {**_summarise(per_sys[n]), "ms_per_query": 1e3 * secs[n] / max(len(per_sys[n]), 1)}
                for n in names}

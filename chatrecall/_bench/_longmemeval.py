@@ -26,17 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
-    CHATRECALL_SYSTEMS,
-    CachingEmbedder,
-    MutableClock,
-    embed_cache_dir,
-    make_chatrecall,
     mean,
     ndcg_official,
-    parse_systems,
+    open_harness,
     progress,
     rank_haystack,
-    real_embedder,
+    systems_to_run,
     target,
 )
 
@@ -151,13 +146,10 @@ def run_longmemeval(
         embedder: An Embedder (default: bundled MiniLM, vectors cached on disk).
         depth: Turns ranked per question (enough for 10 distinct sessions).
     """
-    names = parse_systems(systems if isinstance(systems, str) or systems is None else ",".join(systems))
+    names = systems_to_run(systems)  # before any data is read or embedded
     questions, skipped = load_longmemeval(path, limit)
-    base = embedder if embedder is not None else real_embedder()
-    emb = CachingEmbedder(base, disk_dir=embed_cache_dir() if embedder is None else None)
-    clock = MutableClock()
-    cr_names = [n for n in names if n in CHATRECALL_SYSTEMS]
-    engine, store_desc = make_chatrecall(emb, store=store, clock=clock) if cr_names else (None, "-")
+    harness = open_harness(names, store=store, embedder=embedder)
+    emb, clock, engine, store_desc = harness.emb, harness.clock, harness.engine, harness.store_desc
     rows: dict[str, list[tuple[str, dict[str, float]]]] = {n: [] for n in names}
     secs: dict[str, float] = defaultdict(float)
     t_start = time.perf_counter()
@@ -173,9 +165,7 @@ def run_longmemeval(
             prog.advance(task)
             if prog.tasks[task].completed % 10 == 0:
                 emb.save()
-    emb.save()
-    if engine is not None:
-        engine.close()
+    harness.close()
 
     types = sorted({q.qtype for q in questions})
     results: dict[str, dict[str, float]] = {}

@@ -78,6 +78,8 @@ from langgraph.store.base import (  # noqa: E402
 
 from chatrecall.core import ChatRecall, InvalidInputError, Record, check_id  # noqa: E402
 
+from ._common import check_engine  # noqa: E402
+
 __all__ = ["DEFAULT_TEXT_FIELDS", "ROLE", "ChatRecallStore"]
 
 #: Role of the memories this store writes (chat turns have user/assistant).
@@ -208,7 +210,8 @@ class ChatRecallStore(BaseStore):
             chatrecall's query classifier).
 
     Raises:
-        InvalidInputError: A bad engine, position, field list or role.
+        ConfigError: ``engine`` is not a :class:`ChatRecall` (as in every adapter).
+        InvalidInputError: A bad position, field list or role.
     """
 
     supports_ttl = False
@@ -222,8 +225,7 @@ class ChatRecallStore(BaseStore):
         role: str = ROLE,
         search_strategy: str | None = None,
     ) -> None:
-        if not isinstance(engine, ChatRecall):
-            raise InvalidInputError(f"ChatRecallStore needs engine=ChatRecall(...), got {type(engine).__name__}")
+        engine = check_engine(engine, "ChatRecallStore")
         if not isinstance(user_position, int) or isinstance(user_position, bool) or user_position < 0:
             raise InvalidInputError(f"user_position={user_position!r} is invalid: must be an int >= 0")
         fields = (text_fields,) if isinstance(text_fields, str) else tuple(text_fields)

@@ -32,6 +32,11 @@ covers sentence openers such as "Painting", "Great" or "Setbacks".
 Keys are folded with :func:`fold_key` (case, accents, plurals, possessives),
 except dates, times, quantities and HTTP statuses, which get a canonical key
 so that ``8 May, 2023`` and ``May 8th 2023`` both map to ``2023-05-08``.
+Key folding is the stored-key contract and lives in
+:mod:`chatrecall.core._entity_keys` (pinned by ``tests/test_entity_keys.py``);
+``fold_key`` is re-exported here. The long word lists live in
+``chatrecall/data`` (``entity_stopwords.txt``, ``sentence_common_words.txt``,
+``common_words.txt``); the short ones stay beside the pass that reads them.
 """
 
 from __future__ import annotations
@@ -40,6 +45,15 @@ import re
 import unicodedata
 from importlib import resources
 
+from ._entity_keys import (
+    MONTH_PATTERN,
+    NUMBER_PATTERN,
+    date_key,
+    fold_key,
+    lower_same_length,
+    qty_key,
+    singular,
+)
 from ._errors import ConfigError, InvalidInputError
 from ._types import Entity
 
@@ -54,88 +68,28 @@ def _words(s: str) -> frozenset[str]:
     return frozenset(s.split())
 
 
+def _word_file(name: str) -> frozenset[str]:
+    """The words of ``chatrecall/data/<name>`` (whitespace-separated, ``#`` starts a comment)."""
+    text = resources.files("chatrecall").joinpath(f"data/{name}").read_text(encoding="utf-8")
+    return frozenset(w for line in text.splitlines() for w in line.split("#", 1)[0].split())
+
+
 #: Words that are never an entity on their own: function words, pronouns,
 #: question words, auxiliaries, interjections, chat slang and titles. A
 #: capitalised word in this list is never a name, wherever it appears.
-DEFAULT_STOPWORDS: frozenset[str] = _words("""
-    i me my mine myself you your yours yourself yourselves he him his himself she her hers herself
-    it its itself we us our ours ourselves they them their theirs themselves one ones someone somebody
-    something anyone anybody anything everyone everybody everything noone nobody nothing y'all ya
-    a an the this that these those some any each every either neither no none all both few many much
-    more most less least several such other others another own same
-    about above across after against along amid among around as at before behind below beneath beside
-    besides between beyond but by despite down during except for from in inside into like near of off on
-    onto out outside over past per since than through throughout till to toward towards under underneath
-    unlike until up upon via with within without
-    and or nor so yet because although though while whereas whether if unless once
-    when whenever where wherever why how what which who whom whose whatever whichever whoever
-    am is are was were be been being have has had having do does did doing done would shall should
-    can could may might must need ought let lets let's get got gets getting go goes going went gone
-    make made
-    not yes yeah yea yep yup nope nah very really just also too then there here now still even only
-    already ever never always often sometimes usually maybe perhaps probably quite rather almost again
-    else anyway anyways actually basically literally totally definitely absolutely certainly sure surely
-    indeed well oh ah aw aww awww ahh uh uhh um umm hmm hmmm hm huh wow whoa woah yay hey heya hi hiya
-    hello howdy yo bye goodbye thanks thank thx ty please pls plz sorry ok okay okey alright
-    lol lmao rofl haha hahaha hehe heh omg omfg btw imo imho fyi tbh idk ikr smh np asap aka etc ie eg
-    vs dear congrats congratulations cheers welcome good nice cool awesome amazing fantastic wonderful
-    lovely glad oops ugh yikes phew meh xd ha hah woohoo woot yippee hooray whew eek ew eww argh ahem oof ooh
-    ooo ouch yum yummy mmm mm bummer ttyl lmk brb
-    mr mrs ms mx dr prof sir madam jr sr st mt ft
-    im ive ill id dont cant wont didnt doesnt isnt arent wasnt werent havent hasnt couldnt wouldnt
-    shouldnt thats whats lets youre theyre were weve youve theyve hes shes its gonna wanna gotta
-    first second third last next previous
-""")
+#: Listed in ``chatrecall/data/entity_stopwords.txt``.
+DEFAULT_STOPWORDS: frozenset[str] = _word_file("entity_stopwords.txt")
 
 #: Common words that are capitalised only because they start a sentence
 #: ("Painting is fun", "Sounds great"). They are dropped when they lead a
 #: sentence, but kept mid-sentence, where a capital means a name ("Will",
-#: "Hope", "Art"). Words that start multi-word place names (New, North, San,
-#: Great, United...) are deliberately absent.
-_SENTENCE_COMMON: frozenset[str] = _words("""
-    traceback absolutely accept according actually add added adding additionally after afterwards again agree
-    agreed aha alright also although always amazing any anyhow anyway anyways appreciate apparently
-    are aren arent around art ask asked asking assume at awesome back bad based basically be beautiful
-    because been before being believe best better big birthday blessed books both bought brilliant bring
-    brings brought build busy but by call called calling calm can cannot careful caring catch cause
-    certainly change check cheers chilling clearly close coffee college come comes coming compare
-    configure congrats congratulations consider considering cooking cool could count create cute cuz dad
-    daily dancing deal dear definitely delete deploy describe did different dinner do does doing done
-    dogs cats during each earlier either else enjoy enjoyed enough especially essentially even
-    eventually ever every everyone everything exactly excellent excited exciting except explain exploring
-    family fantastic feel feeling feels felt finally find finding fine finished first fix following food
-    for forget found frankly free friends from fun funny furthermore gave generally generate get gets
-    getting gift give given giving glad go goes going gonna good got gotta grateful guess guys had hah
-    haha hahaha happily happy hard has hasn have haven having he health hear heard hello help helping
-    hence her here hers hey hi hiking his hmm home honest honestly hope hopefully how however huge
-    hungry i ideally if ignore imagine important impressive in incredible indeed install instead
-    interesting interestingly is isn it its job just keep keeping kids kind kinda know knowing last
-    lately later learn learned learning least leave left lemme let lets life like likewise list listen
-    listening literally living load look looking looks lots love loved lovely loving lucky luckily lunch
-    made mainly make makes making many maybe me mean meanwhile meeting might mine more moreover morning
-    most mostly movie movies much music must my myself nature neat need needed needs nervous never
-    nevertheless next nice night no nobody none nonetheless nope nor not note nothing notice now of off
-    often oh ok okay on once one only open or other others otherwise our ours out over overall painting
-    parents party people perfect perhaps personally pets photo photos picture pictures play playing
-    please plus pretty print probably proud quite rather read reading ready really recall recently
-    recommend regarding relaxing remember remind remove return right running sad same saw save say saying
-    says school search see seeing seems seen send set seriously sharing she should show shows simply
-    since so some someone something sometimes song songs soon sorry sounds speaking start started staying
-    still such suggest summarise summarize super support suppose sure surely surprisingly sweet take
-    taking talk talking tell telling test thank thankful thankfully thanks that the their theirs them
-    then there therefore these they thing things think thinking this those though thought through thus
-    time tired to together too totally translate travel traveling travelling tried trip true truly try
-    trying twice two um unfortunately until up update us use used using usually vacation very wait want
-    wanted wanting was watch watching way we well went were what whatever when whenever where wherever
-    whether which while who whoever why will wish with without wonderful work working works would wow
-    write writing yay yeah year years yep yes yet yoga you your yours yup
-""")
+#: "Hope", "Art"). Listed in ``chatrecall/data/sentence_common_words.txt``.
+_SENTENCE_COMMON: frozenset[str] = _word_file("sentence_common_words.txt")
 
 #: Frequent lowercase English words (8,000 lemmas), used only for capitalised
 #: sentence openers: a sentence-initial single word found here is not a name.
-_LEXICON: frozenset[str] = _words(
-    resources.files("chatrecall").joinpath("data/common_words.txt").read_text(encoding="utf-8")
-)
+_LEXICON: frozenset[str] = _word_file("common_words.txt")
+
 
 #: Acronyms that are also frequent lowercase tokens but name a technology, not a shouted word.
 _TECH_ACRONYMS = _words("http https rest ajax pdf cpu gpu")
@@ -143,50 +97,6 @@ _TECH_ACRONYMS = _words("http https rest ajax pdf cpu gpu")
 #: Lowercase words allowed between the capitalised words of one name.
 _CONNECTORS = "of|de|del|della|di|da|du|des|la|le|van|von|der|den|the|al|el|bin|ibn|dos|das"
 
-#: Plurals whose singular is irregular, and words that look plural but are not.
-_SINGULAR: dict[str, str] = {
-    w: w for w in _words(
-        "news series species always perhaps whereas towards afterwards besides sometimes nowadays "
-        "lens means thanks yes was has does goes its his hers ours yours theirs "
-        "christmas xmas texas vegas dallas kansas arkansas thomas lucas nicholas douglas atlas alias canvas "
-        "gas bias pandas james charles jones williams adams roberts agnes frances dolores mercedes wales "
-        "athens mars hades olympics macos ios chaos kudos cosmos ethos pathos thermos carlos bios dos los "
-        "lagos santos marcos kronos windows kubernetes postgres jenkins rails https keras"
-    )
-}
-_SINGULAR.update({
-    "analyses": "analysis", "theses": "thesis", "crises": "crisis", "hypotheses": "hypothesis",
-    "diagnoses": "diagnosis", "parentheses": "parenthesis", "synopses": "synopsis", "axes": "axis",
-    "indices": "index", "matrices": "matrix", "vertices": "vertex", "appendices": "appendix",
-    "buses": "bus", "gases": "gas", "lenses": "lens", "aliases": "alias", "biases": "bias",
-    "canvases": "canvas", "atlases": "atlas", "statuses": "status", "viruses": "virus",
-    "bonuses": "bonus", "campuses": "campus", "focuses": "focus", "censuses": "census",
-    "corpuses": "corpus", "choruses": "chorus", "circuses": "circus", "geniuses": "genius",
-    "menus": "menu", "gurus": "guru", "emus": "emu", "haikus": "haiku", "tutus": "tutu",
-    "quizzes": "quiz", "knives": "knife", "wives": "wife", "lives": "life", "leaves": "leaf",
-    "halves": "half", "shelves": "shelf", "wolves": "wolf", "thieves": "thief", "calves": "calf",
-    "selves": "self", "loaves": "loaf", "apis": "api", "uris": "uri", "guis": "gui", "clis": "cli",
-    "kpis": "kpi", "skis": "ski", "taxis": "taxi", "kiwis": "kiwi", "wikis": "wiki", "emojis": "emoji",
-    "yetis": "yeti", "bikinis": "bikini", "martinis": "martini", "safaris": "safari", "alibis": "alibi",
-    "khakis": "khaki", "tsunamis": "tsunami", "salamis": "salami",
-})
-# Singulars ending in -ie (movie -> movies), -che (cache -> caches), plurals in -oes.
-_IE_WORDS = tuple(_words(
-    "movie cookie selfie rookie zombie brownie smoothie calorie genie prairie auntie hoodie newbie "
-    "sweetie techie freebie birdie goalie hippie pixie junkie foodie veggie indie aussie bookie cutie "
-    "bestie barbie yuppie walkie talkie boogie collie lassie magpie pinkie quickie roomie sortie oldie "
-    "goodie baddie beanie budgie lingerie menagerie rotisserie reverie camaraderie coterie"
-))
-_CHE_WORDS = _words(
-    "cache niche ache avalanche moustache mustache quiche cliche tranche psyche creche attache douche "
-    "microfiche panache"
-)
-_CHE_SUFFIXES = ("headache", "toothache", "heartache", "backache", "earache", "stomachache", "bellyache")
-_OES_WORDS = _words(
-    "heroes potatoes tomatoes echoes vetoes torpedoes volcanoes mosquitoes dominoes mangoes tornadoes "
-    "embargoes"
-)
-_USE_WORDS = tuple(_words("abuse excuse accuse fuse muse ruse refuse reuse misuse overuse peruse"))
 
 _NUMBER_WORDS = {
     "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
@@ -194,12 +104,6 @@ _NUMBER_WORDS = {
     "forty": "40", "fifty": "50", "hundred": "100", "dozen": "12",
 }
 _NUMBER_WORD_SET = frozenset(_NUMBER_WORDS)
-_MONTH_NUM = {
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
-    "oct": 10, "nov": 11, "dec": 12,
-}
-_MONTH_NAME = ("", "january", "february", "march", "april", "may", "june", "july", "august",
-               "september", "october", "november", "december")
 
 _ERRNO = (
     "ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|ENOENT|EACCES|EPERM|EEXIST|EISDIR|ENOTDIR|"
@@ -333,8 +237,6 @@ _MISC_ERR_WORDS = _words("segmentation segfault dumped memory oomkilled pointer"
 
 # Date regexes run on lowercased text with ``match`` at an anchor (a digit run or a date word),
 # never as a scan: a scan of a many-branch pattern tries every branch at every character.
-_MON = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-        r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 _MON_FULL = "(?:january|february|march|april|may|june|july|august|september|october|november|december)"
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?:1[89]|20)\d\d"
@@ -344,7 +246,7 @@ _COUNT = (r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|t
           r"|a[ \t]+few|few|several|a[ \t]+couple(?:[ \t]+of)?|couple[ \t]+of)")
 _DATE_DIGIT_RE = re.compile(
     r"(?P<iso>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[t ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?)?\b)"
-    rf"|(?P<dmy>{_DAY}[ \t]+(?:of[ \t]+)?{_MON}\b\.?(?:,?[ \t]+{_YEAR}\b)?)"
+    rf"|(?P<dmy>{_DAY}[ \t]+(?:of[ \t]+)?{MONTH_PATTERN}\b\.?(?:,?[ \t]+{_YEAR}\b)?)"
     r"|(?P<num>\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\d{1,2}\.\d{1,2}\.\d{4}\b)"
     r"|(?P<time>(?:[01]?\d|2[0-3])(?::[0-5]\d)?[ \t]?(?:am|pm|a\.m\.|p\.m\.)(?!\w))"
     r"|(?P<dec>(?:1[89]|20)?\d0s\b)"
@@ -352,7 +254,7 @@ _DATE_DIGIT_RE = re.compile(
 )
 # Month-led dates with a day or a year ("May 8th, 2023", "May 2023").
 _DATE_MON_RE = re.compile(
-    rf"{_MON}\.?(?:[ \t]+(?:the[ \t]+)?{_DAY}\b(?![:.]\d)(?:,?[ \t]+{_YEAR}\b)?|,?[ \t]+(?:of[ \t]+)?{_YEAR}\b)"
+    rf"{MONTH_PATTERN}\.?(?:[ \t]+(?:the[ \t]+)?{_DAY}\b(?![:.]\d)(?:,?[ \t]+{_YEAR}\b)?|,?[ \t]+(?:of[ \t]+)?{_YEAR}\b)"
 )
 _DATE_REL_RE = re.compile(
     r"(?:the[ \t]+)?day[ \t]+(?:before[ \t]+yesterday|after[ \t]+tomorrow)\b"
@@ -364,9 +266,7 @@ _DATE_REL_RE = re.compile(
 _AGO_BACK_RE = re.compile(rf"(?<![\w.]){_COUNT}[ \t]+{_UNIT_T}[ \t]+$")
 _MAY_BACK_RE = re.compile(r"(?<![\w.])(?:in|since|until|till|by|during|through|early|late|mid|of)[ \t-]$")
 _YEAR_RE = re.compile(rf"{_YEAR}(?![\w.%-]|,\d)")
-_MON_IN_RE = re.compile(_MON, re.IGNORECASE)
 _DIGITS_RE = re.compile(r"\d+")
-_TIME_PARTS_RE = re.compile(r"(\d+)(?::(\d+))?\s*([ap])", re.IGNORECASE)
 _ALPHA_RE = re.compile(r"[a-z]+")
 
 _REL_ALWAYS = _words("yesterday today tonight tomorrow")
@@ -397,7 +297,6 @@ _CAMEL_TOKEN_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # Plural acronyms (APIs) and name prefixes (McDonald, LeBron, DiCaprio) are not code identifiers.
 _NOT_CAMEL_RE = re.compile(r"[A-Z]{2,}s|(?:Mc|Mac|De|Di|Da|Du|La|Le|Van|Von)[A-Z][a-z]+")
 
-_NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _UNITS = (
     "ms|us|ns|s|sec|secs|min|mins|h|hr|hrs|kb|mb|gb|tb|pb|kib|mib|gib|tib|kg|g|mg|km|m|cm|mm|nm|lb|lbs|"
     "oz|ft|k|x|px|pt|em|rem|fps|hz|khz|mhz|ghz|v|w|kw|kwh|mah|mph|kph|kmh|gbps|mbps|kbps|ml|l|dpi|yo|"
@@ -405,11 +304,11 @@ _UNITS = (
 )
 _CURRENCY_HINT_RE = re.compile("[$€£¥₹]")
 _CURRENCY_RE = re.compile(
-    rf"[$€£¥₹][ \t]?{_NUM}(?:[ \t]?(?:[kKmMbB]|bn|mn|million|billion|thousand|trillion|grand)\b)?"
+    rf"[$€£¥₹][ \t]?{NUMBER_PATTERN}(?:[ \t]?(?:[kKmMbB]|bn|mn|million|billion|thousand|trillion|grand)\b)?"
 )
 # Matched at a digit run: a number (or range) and what makes it a quantity.
 _QTY_RE = re.compile(
-    rf"{_NUM}(?:[ \t]?(?:-|–|to)[ \t]?{_NUM})?"
+    rf"{NUMBER_PATTERN}(?:[ \t]?(?:-|–|to)[ \t]?{NUMBER_PATTERN})?"
     rf"(?:(?P<pct>[ \t]?(?:%|(?i:percent|per[ \t]?cent)\b))"
     rf"|(?P<hyph>-[A-Za-z]+(?:-[A-Za-z]+)*(?![\w-]))"
     rf"|(?P<att>(?i:{_UNITS})(?!\w))"
@@ -419,7 +318,6 @@ _WORD_QTY_RE = re.compile(
     r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|dozen)"
     r"[ \t]+([a-z]+)(?![\w'’-])"
 )
-_NUM_UNIT_RE = re.compile(rf"({_NUM}(?:[ \t]?(?:-|–|to)[ \t]?{_NUM})?)[ \t]*(.*)", re.DOTALL)
 # Units that may stay singular after a number other than one ("2 hour drive", "5 star hotel").
 _SINGULAR_UNITS = _words(
     "second minute hour day night week weekend month year decade century time mile km meter metre foot feet "
@@ -427,8 +325,6 @@ _SINGULAR_UNITS = _words(
     "percent k m people children men women teeth mice geese sheep fish deer data"
 )
 
-_LEAD_STRIP = " \t\r\n\"'`‘’“”«»「」『』()[]{}<>,;:!?¡¿*"
-_TRAIL_STRIP = " \t\r\n\"'`‘’“”«»「」『』()[]{}<>,;:!?.…*/\\"
 _SENT_END = frozenset(".!?\n\r:;…。！？")
 _SENT_SKIP = frozenset(" \t\"'“‘(*-•>#[_")
 _ASCII_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -470,139 +366,6 @@ def _positions(low: str, word: str) -> list[int]:
     return out
 
 
-def _lower_same_length(text: str) -> str:
-    """``text.lower()`` with every character kept in place (offsets stay valid)."""
-    low = text.lower()
-    if len(low) == len(text):
-        return low
-    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)  # e.g. 'İ' lowers to 2 chars
-
-
-# --------------------------------------------------------------------------
-# Key folding
-# --------------------------------------------------------------------------
-
-def _strip_diacritics(text: str) -> str:
-    # Only Latin combining accents go: dakuten and other script marks change meaning.
-    decomposed = unicodedata.normalize("NFKD", text)
-    kept = "".join(ch for ch in decomposed if not 0x300 <= ord(ch) <= 0x36F)
-    return unicodedata.normalize("NFC", kept)
-
-
-def _singular(w: str, standalone: bool) -> str:
-    """Singular of the lowercase word ``w`` (a heuristic good enough for keys)."""
-    if len(w) < (4 if standalone else 3) or w[-1] != "s":
-        return w
-    hit = _SINGULAR.get(w)
-    if hit is not None:
-        return hit
-    if w.endswith(("ss", "us", "is", "'s")):
-        return w
-    if w.endswith("ies"):
-        if len(w) <= 4 or w[:-1].endswith(_IE_WORDS):
-            return w[:-1]
-        return w[:-3] + "y"
-    if w.endswith("ches"):
-        stem = w[:-1]  # caches -> cache, but teaches -> teach
-        return stem if stem in _CHE_WORDS or stem.endswith(_CHE_SUFFIXES) else w[:-2]
-    if w.endswith(("sses", "shes", "xes", "zzes")):
-        return w[:-2]
-    if w.endswith("oes"):
-        return w[:-2] if w in _OES_WORDS else w[:-1]
-    if w.endswith("yses"):
-        return w[:-2] + "is"
-    if w.endswith("uses"):
-        if w.endswith(("ouses", "auses")) or w == "uses" or w[:-1].endswith(_USE_WORDS):
-            return w[:-1]
-        return w[:-2]  # prospectuses -> prospectus
-    return w[:-1]
-
-
-def fold_key(text: str) -> str:
-    """Fold a surface form into a lookup key.
-
-    Casefolds, strips Latin accents, surrounding quotes/brackets/punctuation
-    and a trailing possessive, collapses whitespace and singularises the last
-    word, so ``'TriBridConfig'``, ``tribridconfig`` and ``TriBridConfigs``
-    share one key. Words that only look plural (``analysis``, ``status``,
-    ``bus``, ``glass``, ``news``) are kept.
-
-    Example:
-        >>> fold_key("  Libraries ")
-        'library'
-        >>> fold_key("Caroline's")
-        'caroline'
-        >>> fold_key("José  García")
-        'jose garcia'
-
-    Args:
-        text: Any surface form.
-
-    Returns:
-        The folded key ('' when nothing is left after stripping).
-    """
-    if text.isascii():
-        if text.isalpha() and text[-1] not in "sS":
-            return text.lower()  # fast path: a plain word
-    else:
-        text = _strip_diacritics(text)
-    s = " ".join(text.split()).lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
-    if len(s) > 3 and s[-2] in "'’" and s[-1] in "sS":
-        s = s[:-2].rstrip(_TRAIL_STRIP)
-    if not s or s[-1] not in "sS":
-        return s.casefold()
-    # Singularise the trailing run of letters of the last word.
-    i = len(s)
-    while i > 0 and s[i - 1].isalpha():
-        i -= 1
-    run = s[i:]
-    if len(run) >= 3 and run[-1] == "s" and run[:-1].isupper():
-        return (s[:i] + run[:-1]).casefold()  # APIs -> api, GPUs -> gpu
-    return s[:i].casefold() + _singular(run.casefold(), i == 0 or s[i - 1] == " ")
-
-
-# --------------------------------------------------------------------------
-# Canonical keys of dates and quantities
-# --------------------------------------------------------------------------
-
-def _date_key(kind: str, s: str) -> str:
-    if kind in ("dmy", "md"):
-        low = s.casefold()
-        mm = _MON_IN_RE.search(low)
-        if mm is not None:
-            month = _MONTH_NUM[mm.group()[:3]]
-            nums = _DIGITS_RE.findall(low)
-            year = next((n for n in nums if len(n) == 4), None)
-            day = next((n for n in nums if len(n) <= 2), None)
-            if year and day:
-                return f"{year}-{month:02d}-{int(day):02d}"
-            if year:
-                return f"{year}-{month:02d}"
-            if day:
-                return f"{_MONTH_NAME[month]} {int(day)}"
-    elif kind == "iso":
-        return s[:10]
-    elif kind == "time":
-        t = _TIME_PARTS_RE.match(s)
-        if t is not None:
-            h = int(t.group(1)) % 12 + (12 if t.group(3).lower() == "p" else 0)
-            return f"{h:02d}:{int(t.group(2) or 0):02d}"
-    return fold_key(s)
-
-
-def _qty_key(num_unit: str) -> str:
-    m = _NUM_UNIT_RE.match(num_unit)
-    if m is None:  # pragma: no cover - only number-led text is handed over
-        return fold_key(num_unit)
-    num = m.group(1).replace(",", "").replace(" ", "").replace("\t", "").replace("–", "-")
-    unit = m.group(2)
-    if not unit:
-        return num
-    if unit[0] == "%" or unit[:3].casefold() == "per":
-        return num + "%"
-    return f"{num} {fold_key(unit)}"
-
-
 def _plausible_unit(unit: str, number: str) -> bool:
     """A word after a number counts as its unit when it is plural, a known unit, or follows "1"."""
     low = unit.casefold()
@@ -610,7 +373,7 @@ def _plausible_unit(unit: str, number: str) -> bool:
         return True
     if unit.isupper():  # GB, MB, USD
         return True
-    return low.endswith("s") and _singular(low, True) != low
+    return low.endswith("s") and singular(low, True) != low
 
 
 # --------------------------------------------------------------------------
@@ -638,7 +401,7 @@ def _is_common_word(lw: str) -> bool:
     if lw in _SENTENCE_COMMON or lw in _LEXICON or _looks_common(lw):
         return True
     if lw[-1:] == "s" and len(lw) >= 4:
-        single = _singular(lw, True)
+        single = singular(lw, True)
         # A plural ("Turtles", "Mentors") or a verb ("Reminds") opening a sentence is no name.
         return single != lw or lw[:-1] in _LEXICON
     return False
@@ -676,7 +439,7 @@ class _Scan:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.low = _lower_same_length(text)
+        self.low = lower_same_length(text)
         self.words = frozenset(_ALPHA_RE.findall(self.low))
         # Digit runs that start a token: the anchors of dates, quantities and years ("E1101", "3.5",
         # "GPT-4" and "2023-05-08" hold digit runs that start no token).
@@ -940,7 +703,7 @@ class RegexEntityExtractor:
         text, low, words = sc.text, sc.low, sc.words
 
         def add(s: int, e: int, kind: str) -> None:
-            sc.add(s, e, "date", _date_key(kind, text[s:e]))
+            sc.add(s, e, "date", date_key(kind, text[s:e]))
 
         mask = sc.mask
         for a in sc.digits:
@@ -1076,11 +839,11 @@ class RegexEntityExtractor:
                     continue
                 if _after_name(text, a, stop):
                     continue  # a version or a number in a title, not a count
-                sc.add(a, qm.end(), "quantity", _qty_key(surface))
+                sc.add(a, qm.end(), "quantity", qty_key(surface))
             elif qm.group("hyph") is not None:
                 sc.add(a, qm.end(), "quantity", surface.replace(",", "").casefold())
             else:  # percent or attached unit
-                sc.add(a, qm.end(), "quantity", _qty_key(surface))
+                sc.add(a, qm.end(), "quantity", qty_key(surface))
         for w in sc.words & _NUMBER_WORD_SET:
             for p in _positions(low, w):
                 wm = _WORD_QTY_RE.match(low, p)
