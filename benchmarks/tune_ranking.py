@@ -200,7 +200,8 @@ class Evaluator:
 
 def _pkey(p: RankParams) -> tuple[Any, ...]:
     return (p.session_share, p.question_pass, p.normalise_relevance, p.keyword_scale, p.time_share, p.hop_decay, p.specific_boost,
-            tuple(sorted((t.value, s.value) for t, s in p.auto.items())), p.extended_cues)
+            tuple(sorted((t.value, s.value) for t, s in p.auto.items())), p.extended_cues,
+            p.assistant_answer_pass, p.error_share)
 
 
 def build(cfg: Mapping[str, float]) -> tuple[dict[str, float], RankParams]:

@@ -55,7 +55,9 @@ IKAT_SPLITS: Mapping[str, tuple[str, ...]] = {
 _REPO = Path(__file__).resolve().parents[2]
 MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     "tune": (_REPO / "benchmarks" / "data" / "gate_messages_tune.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune2.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune2.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune3.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune4.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
 }
 

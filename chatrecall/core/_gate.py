@@ -164,7 +164,8 @@ class Gate:
         ('memory', True)
     """
 
-    __slots__ = ("_always", "_config", "_first", "_pats", "_reasons", "_words", "_mt", "_ct", "_slope", "_bm")
+    __slots__ = ("_always", "_config", "_fallback", "_first", "_pats", "_reasons", "_words", "_mt", "_ct", "_slope",
+                 "_bm")
 
     def __init__(self, config: GateConfig | None = None) -> None:
         if config is None:
@@ -178,6 +179,7 @@ class Gate:
         at: dict[str, list[int]] = {}
         first: dict[str, list[int]] = {}
         search: dict[str, list[int]] = {"": []}
+        fallback: list[int] = []
         for pat in config.patterns + config.extra_patterns:
             w = float(pat.weight) * float(cw.get(pat.category, 1.0))
             if w == 0.0:
@@ -191,6 +193,9 @@ class Gate:
             # global inline flags would break, so such patterns run alone.
             mergeable = rx.groups == 0 and (re.compile(pat.regex).flags & ~re.UNICODE) == 0
             wrapped.append(((f"(?i:{pat.regex})" if flags else pat.regex)) if mergeable else None)
+            if pat.fallback:
+                fallback.append(i)
+                continue
             trig = _analyse(pat.regex, flags)
             if trig is None:
                 search[""].append(i)
@@ -223,6 +228,7 @@ class Gate:
         self._words = table
         self._first = {k: merged(v) for k, v in first.items()}
         self._always = frozenset(search[""])
+        self._fallback = tuple(fallback)
         self._reasons: dict[tuple[int, str], GateReason] = {}
         self._mt = float(config.memory_threshold)
         self._ct = float(config.corpus_threshold)
@@ -286,6 +292,11 @@ class Gate:
         pats = self._pats
         for i in searched:
             if i not in spans:
+                m = pats[i][0].search(low)
+                if m is not None:
+                    spans[i] = m.span()
+        if not spans:  # nothing recognised the message: its last reading, by the fallback patterns
+            for i in self._fallback:
                 m = pats[i][0].search(low)
                 if m is not None:
                     spans[i] = m.span()

@@ -42,6 +42,11 @@ class GatePattern:
         target: ``memory``, ``corpus`` or ``none``.
         name: Short name shown in reasons (``personal.my_thing``); defaults
             to the category.
+        fallback: Tried only when no other pattern fired: a last reading of
+            a message nothing else recognised (a bare topic such as "tipping
+            etiquette in japan", a fragment such as "gate code for mom's
+            building"). Fallbacks are searched, not indexed, which is cheap
+            because they run only on the messages nothing else matched.
     """
 
     category: str
@@ -49,6 +54,7 @@ class GatePattern:
     weight: float
     target: str
     name: str = ""
+    fallback: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.category, str) or not self.category.strip():
@@ -64,6 +70,8 @@ class GatePattern:
         if (not isinstance(self.weight, (int, float)) or isinstance(self.weight, bool)
                 or not math.isfinite(self.weight)):
             raise ConfigError(f"GatePattern.weight={self.weight!r} is invalid: must be a finite number")
+        if not isinstance(self.fallback, bool):
+            raise ConfigError(f"GatePattern.fallback={self.fallback!r} is invalid: must be True or False")
         if not isinstance(self.name, str):
             raise ConfigError(f"GatePattern.name={self.name!r} is invalid: must be a str")
         if not self.name:

@@ -41,8 +41,9 @@ def _after(*words: str) -> str:
     return "(?:" + "|".join(rf"(?<=\b{w}\s)" for w in words) + ")"
 
 
-def _p(category: str, regex: str, weight: float, target: str = TARGET_MEMORY, name: str = "") -> GatePattern:
-    return GatePattern(category=category, regex=regex, weight=weight, target=target, name=name)
+def _p(category: str, regex: str, weight: float, target: str = TARGET_MEMORY, name: str = "",
+       fallback: bool = False) -> GatePattern:
+    return GatePattern(category=category, regex=regex, weight=weight, target=target, name=name, fallback=fallback)
 
 
 def _words(filename: str) -> tuple[str, ...]:
@@ -52,6 +53,11 @@ def _words(filename: str) -> tuple[str, ...]:
 
 
 # --- vocabulary shared by several patterns ---------------------------------
+
+#: A subjectless report of news ("sold the civic today", "fyi standup moved to 9:30"): a statement, not a lookup.
+_NOT_NEWS = (r"(?!\W*(?:fyi|btw|heads\s+up|update|[a-z]{2,}ed|sold|set|broke|paid|bought|got|went|made|took|put|"
+             r"found|lost|won|ran|met|sent|told|gave|left|kept|spent|began|wrote|built|caught|held|planted|finally)\b)"
+             r"(?![^?]*\b(?:today|tonight|yesterday|last\s+night|this\s+morning)\b)")
 
 _ACK = _alt(
     "hi", "hello", "hey", "hiya", "howdy", "yo", "sup", "heya", "hey there", "hello there", "hi there",
@@ -196,10 +202,11 @@ _SUPERLATIVE = _alt(
 # "what does it mean to ...", "what time is it", or one whose antecedent is in
 # the same question ("what is X and why is it important").
 _IT_NOT_ANAPHORIC = (
-    rf"(?!\s+{_DUMMY_ADJ}\s+(?:for\s+\w+\s+)?to\b)"
+    rf"(?!\s+{_DUMMY_ADJ}\s+(?:for\s+[\w\s-]{{1,30}}?\s+)?to\b)"
     r"(?!\s*(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?to\b)"
     r"(?!\s+(?:takes?|took|costs?|means?|worth)\s+(?:\w+\s+)?to\b)"
-    r"(?!\s+true\s+that\b)(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
+    r"(?!\s+true\s+that\b)(?!'s\s+(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|humid)\b)"
+    r"(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
     r"(?<!\band why is it)(?<!\band why was it)(?<!\band why does it)(?<!\band where is it)"
     r"(?<!\band how is it)(?<!\band how does it)(?<!\band what is it)(?<!\band where does it)"
 )
@@ -239,6 +246,7 @@ _FACT_Q = (r"(?:what|what's|whats|which|when|when's|whens|where|where's|wheres|w
            r"will|am|isn't|aren't|didn't|doesn't|hasn't|haven't)")
 #: A how-to or advice question about the user's thing is general knowledge ("what's the best way to clean my oven").
 _NOT_ADVICE = (r"(?![^?.!]*\b(?:way|ways|tips|tricks|ideas|should|could|can|would|best|better|good\s+(?:way|idea)|"
+               r"it\s+(?:bad|good|safe|ok|okay|normal|better|worse|possible|healthy|wise|smart)\s+to|"
                r"to\s+(?:make|get|improve|keep|clean|fix|help|stop|prevent|reduce|increase|remember|learn|boost|"
                r"train|teach|tell|know\s+if))\b)")
 _FAMILY = (r"(?:mom|mum|dad|mommy|daddy|grandma|grandpa|granny|nana|wife|husband|hubby|fiance|fiancee|boyfriend|"
@@ -248,6 +256,28 @@ _TIME_DEIXIS = (r"(?:tomorrow|tonight|today|this\s+(?:weekend|week|semester|term
                 r"on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|right\s+now|at\s+the\s+moment|"
                 r"currently|so\s+far|anymore)")
 
+#: Given names and pet names (word list); a question naming one alone is about the user's own people.
+_NAME = _alt(*_words("given_names.txt"))
+#: What may follow a name in such a question ("does Sam see", "Ava's", "is Milo due"), so that a full
+#: name ("Taylor Swift") or a title ("Harry Potter") is not read as someone the user knows.
+_NAME_FOLLOW = (r"(?:'s\b|'\s|\s*[?.!,]|\s*$|\s+(?:is|was|has|had|does|did|do|get|gets|got|go|goes|like|likes|want|"
+                r"wants|need|needs|wear|wears|work|works|see|sees|take|takes|eat|eats|use|uses|live|lives|start|"
+                r"starts|finish|leave|leaves|come|comes|play|plays|weigh|weighs|in|on|at|for|to|with|from|now|today|"
+                r"these\s+days|again|due|allowed|ok|okay|going|doing|coming|taking|said|say|says|allergic|have|eat|"
+                r"drink|weigh|sleep|prefer|hate|love|think|thinks|[a-z]+ing)\b)")
+#: Words after which a name is what a question asks about ("does Sam see", "is Milo due", "when's Jake's").
+_AFTER_NAME_ASKED = _after("is", "was", "does", "did", "has", "had", "do", "will", "can", "should", "of", "for", "with",
+                           "about", "what's", "whats", "when's", "whens", "where's", "wheres", "how's", "hows",
+                           "who's", "whos", "isn't", "doesn't", "didn't", "where", "is", "are")
+#: Possessed things that belong to a person or pet in the user's life ("Biscuit's vet", "Jake's recital").
+_OWNED = _alt(
+    "vet", "feeding", "schedule", "birthday", "address", "school", "teacher", "doctor", "dentist", "pediatrician",
+    "recital", "appointment", "allergies", "allergy", "meds", "medication", "dose", "shots", "vaccination",
+    "vaccinations", "weight", "size", "grade", "office hours", "phone", "number", "email", "job", "wife",
+    "husband", "mom", "dad", "cat", "dog", "party", "flight", "game", "practice", "class", "lesson", "lessons",
+    "wedding", "surgery", "wrist", "knee", "back", "new", "favorite", "favourite", "kids", "partner", "room",
+    "diet", "food", "bedtime", "nap", "daycare", "coach", "team", "boss", "manager", "plan", "plans",
+)
 _KNOWLEDGE_Q = (
     rf"{_LEAD}(?:{_WH}\b(?!\s+about\b)(?!\s+(?:are|r|have)\s+(?:you|u|ya)\b)(?!(?:'s|\s+is)\s+(?:it\s+going|life|your)\b)"
     r"(?!\s+(?:did|do|were|was|have|had)\s+(?:i|we|you)\s+(?:say|said|tell|told|mention|talk|discuss|decide|"
@@ -277,7 +307,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        rf"^\W*(?:(?>{_ACK})\W+)*(?:that|this|it|that all|this all)\s*{_COPULA}"
        r"(?:\s+(?:so|really|very|pretty|super|quite|too|just|absolutely|totally|kinda|kind of|a bit|such|"
        r"truly|actually|definitely|seriously))*"
-       rf"\s+(?:an?\s+)?(?>{_EVAL})\b[\s!.,]*(?:(?>{_ACK})\b\W*)*$",
+       rf"\s+(?:an?\s+)?(?>{_EVAL})\b[^\w?]*(?:(?>{_ACK})\b[^\w?]*)*$",
        1.0, TARGET_NONE),
 
     # --- corrections -> memory, sets GateDecision.correction
@@ -420,7 +450,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("continuity", rf"{_AFTER_THE}other\b(?!\s+(?:hand|side\s+of\s+the\s+coin)\b)|{_AFTER_THE}same\b|"
                      r"\bsame\s+(?:thing|one|way|place|question|issue|problem|error)\b", 0.6),
     _p("continuity", r"\bothers\b|\bother\s+(?!than\b)(?:[\w-]+)|\banother\b|"
-                     r"\b(?:what|anything|who|where|how|something|someone|somewhere)\s+else\b|\binstead\b",
+                     r"\b(?:what|anything|who|where|how|something|someone|somewhere)\s+else\b|\binstead\b(?!\s+of\b)",
        0.5),
     _p("continuity", r"\btell\s+me\s+more\b|\bmore\s+(?:about|on|details|detail|info|information|examples|"
                      r"options|ideas|suggestions)\b|\belaborate\b|"
@@ -448,7 +478,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     # --- first-person personal facts / preferences -> memory (weaker, needs personalisation)
     _p("personal", r"\bmy\b", 0.3),
     # questions about the user's own setup or life: "which database do we use?", "what did my sister plan?"
-    _p("personal", r"\b(?:do|did|does|are|were|was|have|had)\s+(?:we|my|our)\b|\bdid\s+i\b|"
+    _p("personal", r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:do|did|does|are|were|was|have|had)\s+(?:we|my|our)\b|\bdid\s+i\b|"
                    r"\bour\b|\bwe\s+(?:use|used|chose|picked|decided|agreed|settled|went|set|run|deploy|"
                    r"called|named)\b", 0.5),
     _p("personal", rf"{_AFTER_FOR_ME}(?:me|myself|us|my)\b|\bmyself\b|"
@@ -467,19 +497,27 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     # --- questions about the user's own life, work and past -> memory, with or without a recall verb
     # "what's my cat called?", "when is our standup?", "how many nights is the Rome trip?"
     _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,80}}?\b(?:my|our|{_TIME_DEIXIS}|"
-                   rf"the\s+(?:[\w-]+\s+)?{_PERSONAL_NOUN}|{_FAMILY})\b", 0.7,
+                   rf"the\s+(?:[\w-]+\s+){{0,2}}{_PERSONAL_NOUN}|prod|production|staging|{_FAMILY})\b", 0.7,
        name="personal.question_about_mine"),
+    # "what grade is Ava in?", "is Milo due for shots?", "how is Ethan's wrist healing": a name alone
+    _p("personal", rf"{_AFTER_NAME_ASKED}{_NAME}{_NAME_FOLLOW}", 0.7, name="personal.named_person"),
+    _p("personal", "(?<='s\\s)" + "".join(rf"(?<!\b{w}'s\s)" for w in (
+        "it", "that", "what", "who", "there", "here", "he", "she", "where", "how", "let", "world", "earth", "today",
+        "year", "country", "city", "company")) + rf"{_OWNED}\b(?=[^.!]*\?|[^.!]*$)", 0.5,
+       name="personal.someones_thing"),
     # "which meds am I on", "did we already pay", "are we free", not "why do we dream" / "how do I ..."
     _p("personal", r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:am|was|have|had|did)\s+(?:i|we)\b|"
                    r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:do|are|were)\s+we\b(?!\s+(?:all|humans|people)\b)|"
-                   r"\bdo\s+i\s+(?:have|own|use|take|owe|pay|get|still|usually)\b", 0.6,
+                   r"(?<!\bhow\s)(?<!\bwhy\s)\bdo\s+i\s+(?:have|own|use|take|owe|pay|get|still|usually)\b|"
+                   r"\b(?:when|what\s+time|how\s+often)\s+(?:do|am|did|have)\s+i\b(?!\s+(?:know|tell)\b)", 0.6,
        name="personal.did_i_or_we"),
     # a relative clause with the user as subject: "the hotel we booked", "the plant my sister gave me"
     _p("personal", r"\b(?:the|that|those|this|what)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*)?\s+"
                    r"(?:i|we|i've|we've|i'd|we'd|i'm|we're)\s+(?:just\s+|already\s+)?"
                    r"(?:[a-z]+ed|got|had|have|made|bought|saw|took|went|met|ate|paid|sent|wrote|put|left|found|"
                    r"gave|read|ran|did|chose|picked|tried|signed|use|keep|need|want|am|was|were|doing|on|in|at|"
-                   r"hit|saw|sold|built|drove|flew|heard|held|kept|lost|meant|set|spent|spoke|stood|won)\b", 0.7,
+                   r"hit|saw|sold|built|drove|flew|heard|held|kept|lost|meant|set|spent|spoke|stood|won|allergic|"
+                   r"looking|working|using|taking|[a-z]+ing)\b", 0.7,
        name="personal.thing_i_did"),
     # "what was the error on staging?": a specific past thing, not "what was the cause of ..."
     _p("personal", rf"\bwhat\s+(?:was|were)\s+the\s+(?:{_PERSONAL_NOUN}|error|errors|issue|problem|bug|fix|"
@@ -489,7 +527,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("statement", r"^\W*(?:i|we|my|our|i've|we've|i'm|we're|i'll|we'll|i'd|we'd|i just|we just)\b"
                     r"(?![^?]*\?)(?![^.!]*\b(?:remember|recall|remind|told\s+you|mentioned|you\s+said|"
                     r"recommend|suggest|help|advice|should|could|can|what|which|how|where|when|who|why|talked|discussed|"
-                    r"spoke|chatted|went\s+over|agreed|decided|earlier|before|last\s+time|previously)\b)"
+                    r"spoke|chatted|went\s+over|earlier|before|last\s+time|previously)\b)"
                     r"[^?]*$", 0.45, TARGET_NONE, name="statement.first_person"),
 
     # fragments and lookups about the user's things: "my flight number?", "serial number of my router?",
@@ -498,12 +536,13 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("personal", r"\b(?:of|for|on)\s+(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s*\?\W*$", 0.4,
        name="personal.fragment_of_my"),
     _p("personal", r"\b(?:tell|show|give|send|list|read)\s+me\s+(?:all\s+)?(?:my|our)\b|"
-                   r"\b(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:pls|please|plz)\W*$", 0.6,
+                   r"\b(?:my|our)\s+[\w-]+(?:\s+[\w-]+){0,2}\s+(?:pls|please|plz)\W*$", 0.6,
        name="personal.lookup_my"),
     # "given my knee injury, ...": the user's situation plus a question for the documents
     _p("personal", r"^\W*(?:given|with|based\s+on|considering|for)\s+(?:my|our)\b", 0.6,
        name="personal.given_my"),
-    _p("knowledge", r"^\W*(?:given|with|based\s+on|considering)\s+(?:my|our)\b[^?]*\?", 0.6, TARGET_CORPUS,
+    _p("knowledge", r"^\W*(?:given|with|based\s+on|considering)\s+(?:my|our|what\s+i)\b[^?]*(?:\?|\b(?:is|are|can|"
+                    r"should|would|will|do|does|am|what|what's|whats|which|how)\b)", 0.9, TARGET_CORPUS,
        name="knowledge.given_my_question"),
     # what the user's thing can do: "will my laptop run it?", "can my router do WPA3?"
     _p("knowledge", r"^\W*(?:will|can|could|would|does|do|is|are)\s+(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s+"
@@ -521,6 +560,9 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"^\W*(?:no\W+)?not\s+(?:the|that|this|my)\s+[\w-]+(?:\s+[\w-]+)?\s*[,;-]+\s*(?:the|my|it's)\b",
        0.9, name="correction.no_wait"),
     _p(CORRECTION, r"^\W*actually\b(?![^.!?]*\?)", 0.8, name="correction.actually"),
+    _p(CORRECTION, r"^\W*(?:(?:no|nope|nah|oops|sorry)\W+)?wrong\s+[\w-]+\W+(?:it's|it\s+is|its|i\s+meant|i\s+mean|"
+                   r"should\s+be|the\s+right|use)\b", 0.9, name="correction.wrong_x_its"),
+    _p(CORRECTION, r"(?:(?<=,\s)|(?<=,))i\s+mean\s+(?:the|my|our|it's)\b", 0.9, name="correction.comma_i_mean"),
     _p(CORRECTION, r"(?:(?<=,\s)|(?<=,))not\s+(?:the\s+|my\s+|a\s+|an\s+|on\s+|in\s+)?[\w'-]+(?:\s+[\w'-]+)?\W*$|"
                    r"\bnot\s+the\s+\d+(?:st|nd|rd|th)?\W*$|"
                    r"\byou(?:'ve)?\s+got\s+(?:the|my|our)\s+[\w-]+\s+wrong\b|\bi\s+never\s+(?:said|told|asked)\b|"
@@ -546,17 +588,132 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     # a how-to question is asked of the documents, even with "I"/"my" in it ("how do I undo my last commit")
     _p("knowledge", r"\bhow\s+(?:do|can|should|would|could)\s+(?:i|we|you)\b", 0.4, TARGET_CORPUS,
        name="knowledge.how_do_i"),
-    _p("knowledge", r"\bhow\s+(?:do|can|should|would|could)\s+(?:i|we|you)\b", -0.15, TARGET_MEMORY,
+    _p("knowledge", r"\bhow\s+(?:do|can|could)\s+(?:i|we|you)\b(?![^?]*\bour\b)", -0.45, TARGET_MEMORY,
        name="knowledge.how_do_i_is_generic"),
+    # "how should I adjust my macros now that I'm cutting": advice for this user, from the documents
+    _p("personal", r"\bhow\s+(?:should|would)\s+i\b", 0.3, name="personal.how_should_i"),
     # a judgement that needs world knowledge ("is the plant my sister gave me toxic to cats?"): with a
     # personal question this makes the message need both sources
     _p("knowledge", r"\b(?:toxic|poisonous|safe|unsafe|compatible|supports?|enough|allowed|legal|healthy|"
                     r"ok\s+for|okay\s+for|good\s+for|bad\s+for|fine\s+for|go\s+(?:well\s+)?with|"
-                    r"afford|walking\s+distance|close\s+to|near|nearby|visa|security\s+updates|mean|means|"
-                    r"should\s+(?:i|my|we|our)\s+\w+|weigh|calories|stretches|exercises|gift|places)\b", 0.5,
+                    r"afford|walking\s+distance|close\s+to|near|nearby|visa|security\s+updates|mean|means|affected|"
+                    r"goes\s+(?:well\s+)?with|realistic|make\s+sense|makes\s+sense|grain-free|tax|taxes|owe|pairings?|"
+                    r"penalty|penalties|worth|routine|grow\s+well|at\s+(?:my|his|her|their|our)\s+age|ideas|"
+                    r"should\s+(?:i|my|we|our)\s+\w+|weigh|calories|stretches|exercises|gift|places|normal|supported|"
+                    r"implications|too\s+(?:high|low|much|little|aggressive|long|short|big|small|old|hot|cold)|"
+                    r"fit\s+(?:through|in|into)|on\s+(?:the|a)\s+(?:flight|plane)|recipe|ok|okay|"
+                    r"good\s+price|worth\s+it|interact|interactions?|can\s+i\s+(?:eat|take|drink|mix|bring|give|use))\b", 0.5,
        TARGET_CORPUS, name="knowledge.judgement"),
     # "X vs Y, what's the difference": the things compared are in the message itself
     _p("knowledge", r"\b(?:vs|versus)\b", -0.5, TARGET_MEMORY, name="knowledge.versus"),
+    _p("knowledge", r"\b(?:vs|versus)\b\.?\s+[\w&]", 0.6, TARGET_CORPUS, name="knowledge.versus_corpus"),
+    # topic fragments: "signs of dehydration in cats", "substitute for buttermilk?", "good houseplants for low light"
+    _p("knowledge", r"^\W*(?:(?:common|early|main|typical|possible)\s+)?(?:signs|symptoms|causes|benefits|risks|"
+                    r"side\s+effects|tips|ideas|ways|types|examples|alternatives?|substitutes?|substitution|"
+                    r"difference|differences|pros\s+and\s+cons|history|definition|meaning|origin|rules|"
+                    r"boiling\s+point|melting\s+point|population|capital|distance|cost|price|recipe)\s+"
+                    r"(?:of|for|to|in|on|between|with)\b", 0.6, TARGET_CORPUS, name="knowledge.topic_fragment"),
+    _p("knowledge", r"^\W*(?:good|best|cheap|cheapest|quick|quickest|easy|easiest|healthy|simple|fast|safe|"
+                    r"beginner|budget)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:for|to|in|on|with|under|that)\b", 0.6,
+       TARGET_CORPUS, name="knowledge.good_x_for"),
+    # "postgres or mysql for a small saas app?": a choice between named things, no reference to the user
+    _p("knowledge", r"\bor\s+[\w.+#-]+\s+(?:for|in|to|with)\b(?![^?]*\b(?:my|our|i|we|me|us)\b)[^?]*\?\W*$", 0.6,
+       TARGET_CORPUS,
+       name="knowledge.a_or_b_for"),
+    # a how-to or why question about the user's own thing is still general ("why does my sourdough come out dense")
+    _p("knowledge", r"^\W*(?:why|how\s+come)\s+(?:does|do|is|are|did|would|won't|doesn't|isn't)\s+(?:my|our)\b", 0.5,
+       TARGET_CORPUS, name="knowledge.why_my"),
+    _p("knowledge", r"^\W*(?:why|how\s+come)\s+(?:does|do|is|are|did|would|won't|doesn't|isn't)\s+(?:my|our)\b", -0.3,
+       TARGET_MEMORY, name="knowledge.why_my_is_generic"),
+
+    # "is that safe?", "can you explain that part again": a follow-up on the last answer, not a new question
+    _p("knowledge", rf"^\W*{_LEAD}(?:is|was|are|does|did|do|would|will|can|could|should|isn't|wasn't|doesn't)\s+"
+                    rf"(?:that|this|those|these|they|it\b{_IT_NOT_ANAPHORIC})\b",
+       -0.6, TARGET_CORPUS, name="knowledge.about_the_last_answer"),
+    _p("knowledge", r"\b(?:explain|describe|summarize|compare|list|clarify)\s+(?:that|this|it|those|these|them)\b",
+       -0.6, TARGET_CORPUS, name="knowledge.explain_the_last_answer"),
+    # edits of an earlier output: "cut the cover letter down to one page", "swap the deadlifts for ..."
+    _p("continuity", r"^\W*(?:(?:ok|okay|now|great|thanks|cool|hmm|and|also)\W+)?(?:(?:can|could|would)\s+(?:you|u)\s+)?"
+                     r"(?:please\s+)?(?:swap|cut|turn|make|put|change|replace|add|remove|drop|move|rename|convert|split|"
+                     r"merge|reorder|switch|bump|trim|double|halve|scale)\s+(?:the|that|this|it|those|these|them|"
+                     r"my|our)\b", 0.6, name="continuity.edit_earlier_output"),
+    _p("continuity", r"^\W*(?:in|on|for)\s+the\s+[\w-]+(?:\s+[\w-]+)?\W+(?:swap|cut|change|replace|add|remove|drop|"
+                     r"move|make|put)\b", 0.6, name="continuity.in_the_x_edit"),
+    _p("knowledge", r"^\W*(?:(?:ok|okay|now|great|thanks|cool|hmm|and|also)\W+)?(?:can|could|would)\s+(?:you|u)\s+"
+                    r"(?:please\s+)?(?:swap|cut|turn|make|put|change|replace|add|remove|drop|move|rename|convert|"
+                    r"split|merge|reorder|switch|shorten|rewrite|rephrase|simplify)\s+(?:the|that|this|it|those|"
+                    r"these|them)\b", -0.6, TARGET_CORPUS, name="knowledge.edit_is_not_a_question"),
+    _p("continuity", r"^\W*(?:(?:ok|okay|now|and)\W+)?same\s+[\w-]+\s+(?:but|for|with|again)\b", 0.6,
+       name="continuity.same_x_but"),
+    # "what did the allergist say about the egg test": what someone in the user's life said
+    _p("personal", r"\bwhat\s+did\s+(?:the|my|our|his|her)\s+[\w-]+\s+(?:say|tell|recommend|suggest|prescribe|decide|"
+                   r"want|think|find|diagnose|quote|charge)\b", 0.6, name="personal.what_did_they_say"),
+    _p("personal", r"^\W*(?:list|show|give)\s+(?:me\s+)?(?:all\s+)?(?:my|our)\b", 0.6, name="personal.list_my"),
+    _p("personal", r"\b(?:for|with|to)\s+us\W*$", 0.6, name="personal.for_us"),
+    _p("personal", rf"^\W*{_LEAD}who(?:'s|\s+is|\s+are|'re)\s+(?:[a-z]+ing\b|the\s+best\s+man|the\s+maid\s+of\s+honou?r|"
+                   r"on\s+call|in\s+charge)", 0.6, name="personal.whos_doing"),
+    # "what was that recipe you gave me": a question about what was said is not one for the documents
+    _p("knowledge", r"\byou\s+(?:just\s+|already\s+)?(?:gave|told|showed|sent|suggested|recommended|said|mentioned|"
+                    r"wrote|listed|shared)\b", -0.5, TARGET_CORPUS, name="knowledge.what_you_said"),
+    # questions about the user's own systems: "ticket number for the login bug?"
+    _p("personal", rf"\bthe\s+(?:[\w-]+\s+){{0,2}}{_PERSONAL_NOUN}\b[^?]*\?\W*$", 0.5,
+       name="personal.fragment_the_thing"),
+
+    # --- edits of the last answer: "rewrite the email but friendlier", "shorter pls", "the numbers above"
+    _p("continuity", r"^\W*(?:(?:ok|okay|now|great|thanks|cool|hmm)\W+)?(?:(?:can|could|would)\s+(?:you|u)\s+)?"
+                     r"(?:please\s+)?(?:rewrite|redo|rephrase|reword|shorten|simplify|condense|tweak|revise|polish|"
+                     r"tighten|trim|expand|proofread)\b", 0.6, name="continuity.edit_last_answer"),
+    _p("continuity", r"^\W*(?:(?:much|a\s+bit|a\s+little|way|even|slightly)\s+)?(?:shorter|longer|simpler|"
+                     r"friendlier|funnier|punchier|more\s+(?:formal|casual|concise|detailed)|less\s+(?:formal|"
+                     r"wordy|technical))\b[^?]{0,25}$", 0.6, name="continuity.shorter_please"),
+    _p("continuity", r"\b(?:from|in|of)\s+(?:the|your|my)\s+[\w-]+(?:\s+[\w-]+)?\s+above\b|\babove\W*$|"
+                     r"\bthe\s+part\s+(?:about|where|with|on)\b|"
+                     r"\bthe\s+(?:last|previous)\s+(?:command|message|answer|reply|code|snippet|query|link|email|"
+                     r"draft|list|table|script|function|paragraph)\b", 0.6, name="continuity.above_or_last_thing"),
+
+    # --- statements and thanks that need nothing looked up
+    _p("statement", r"^\W*(?:(?:ok|okay|so|and|also|oh|btw|fyi|update|heads\s+up|just|well|anyway|guess\s+what|"
+                    r"good\s+news|bad\s+news|quick\s+update|update\s+on\s+[\w\s-]{1,30}?)\W+){1,3}"
+                    r"(?:i|we|my|our|i've|we've|i'm|we're|i'll|we'll|i'd|we'd|i\s+think\s+i'll)\b"
+                    r"(?![^?]*\?)(?![^.!]*\b(?:remember|recall|remind|told\s+you|mentioned|you\s+said|"
+                    r"recommend|suggest|help|advice|should|could|can\s+you|what|which|how|where|when|who|why)\b)"
+                    r"[^?]*$", 0.45, TARGET_NONE, name="statement.lead_first_person"),
+    _p("statement", r"^\W*(?:please\s+)?(?:remember|note|keep\s+in\s+mind|for\s+the\s+record)\s+(?:that\s+)?"
+                    r"(?:my|i|i'm|i've|we|we're|our)\b(?![^?]*\?)", 1.0, TARGET_NONE,
+       name="statement.remember_that"),
+    _p("statement", r"^\W*(?:decided|going|gonna|planning|thinking|leaning)\s+(?:to|of|towards?)\b(?![^?]*\?)",
+       0.45, TARGET_NONE, name="statement.subjectless_plan"),
+    _p("statement", r"^\W*(?:heads\s+up|fyi|btw|quick\s+update|update|good\s+news|bad\s+news|news)\b(?![^?]*\?)", 0.6,
+       TARGET_NONE, name="statement.news_lead"),
+    _p("statement", rf"^\W*(?:{_NAME}|{_FAMILY}|mom's\s+[\w-]+|dad's\s+[\w-]+|my\s+[\w-]+'s\s+[\w-]+|"
+                    rf"{_NAME}\s+and\s+{_NAME}|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:just\s+)?"
+                    r"(?:[a-z]+ed|had|got|lost|won|made|went|took|ate|said|started|"
+                    r"finished|passed|turned|is|has)\b(?![^?]*\?)[^?]*$", 0.45, TARGET_NONE,
+       name="statement.named_person_news"),
+    _p("smalltalk", r"^\W*(?:(?>{_ACK})\W+)*(?:thanks|thank\s+you|thank\s+u|thx|ty)\s+(?:so\s+much\s+)?for\s+"
+                    r"[^?.!]{1,40}[.!\s]*$".replace("{_ACK}", _ACK), 2.0, TARGET_NONE, name="smalltalk.thanks_for"),
+    _p("smalltalk", r"^\W*(?:(?>{_ACK})\W+)*(?:how\s+(?:cool|awesome|great|funny|crazy|nice|weird|sad|wild|cute)\s+is\s+"
+                    r"that|who\s+knew|isn't\s+that\s+(?:something|great|cool|funny|nice|wild|sweet)|"
+                    r"(?:that|it)\s+makes\s+(?:sense|total\s+sense|more\s+sense)(?:\s+now)?|"
+                    r"(?:thanks|thank\s+you|thx|ty)\W+you(?:'re|\s+are)?\s+(?:saved|rock|the\s+best|a\s+lifesaver|"
+                    r"a\s+legend|amazing))\b[^?]*$".replace("{_ACK}", _ACK), 2.0, TARGET_NONE, name="smalltalk.reaction"),
+    _p("smalltalk", r"^\W*(?:(?>{_ACK})\W+)*(?:nvm|never\s*mind)\W+(?:i\s+)?(?:figured|found|got|fixed)\s+it\b|"
+                    r"^\W*(?:(?>{_ACK})\W+)*(?:it|that|that\s+[\w-]+|the\s+[\w-]+)\s+(?:compiled|compiles|"
+                    r"works\s+now|worked|is\s+working(?:\s+now)?|passes\s+now|passed)\b[^?]*$".replace("{_ACK}", _ACK),
+       2.0, TARGET_NONE, name="smalltalk.it_works_now"),
+
+    # --- fallbacks: tried only when nothing above recognised the message
+    # a fragment naming a specific thing: "gate code for mom's building", "mileage on the outback", "wifi pw?"
+    _p("personal", rf"^(?=[^.!]{{1,80}}$){_NOT_NEWS}(?![^?]*\b(?:is|are|was|were|am|be|been|has|have|had|will|would|"
+                   r"did|do|does|got|went|just|i|me|we|you|he|she|they|it|i'm|we're|i've|can|could|should|lol|haha|remind|tomorrow)\b)"
+                   rf"[^?]*?(?:\bthe\s+[\w-]+|\w's\b|\b{_FAMILY}\b|\b{_PERSONAL_NOUN}\b|\b{_NAME}\b)", 0.6,
+       name="personal.definite_fragment", fallback=True),
+    # a bare topic, as typed into a search box: "tipping etiquette in japan", "docker compose healthcheck syntax"
+    _p("knowledge", r"^(?![^?]*\b(?:i|me|my|mine|we|us|our|you|your|he|she|him|her|his|they|them|their|it|its|that|this|"
+                    r"those|these|the|is|are|was|were|am|been|has|have|had|lol|haha|lmao|omg|ugh|yay|so|just|today|"
+                    r"tonight|tomorrow|yesterday|thats|that's|it's|gonna|going|planning)\b)(?![^!]*!)"
+                    + _NOT_NEWS + r"\W*[\w.+#/-]+(?:\s+[\w.+#/&'-]+){1,12}\W*$", 0.6,
+       TARGET_CORPUS, name="knowledge.topic_query", fallback=True),
 )
 
 
