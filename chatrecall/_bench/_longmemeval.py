@@ -19,7 +19,7 @@ import gzip
 import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -73,6 +73,22 @@ def _read(path: str | Path) -> list[dict[str, Any]]:
         return json.load(fh)  # type: ignore[no-any-return]
 
 
+def lme_sessions(rec: Mapping[str, Any]) -> list[tuple[str, float, list[dict[str, Any]]]]:
+    """A record's haystack sessions in file order as ``(session id, timestamp, turns)``; an id that repeats
+    gets a ``~n`` suffix so sessions stay distinct."""
+    out = []
+    seen: dict[str, int] = {}
+    for sid, date, sess in zip(rec["haystack_session_ids"], rec["haystack_dates"], rec["haystack_sessions"]):
+        sid = str(sid)
+        if sid in seen:
+            seen[sid] += 1
+            sid = f"{sid}~{seen[sid]}"
+        else:
+            seen[sid] = 0
+        out.append((sid, parse_lme_date(date), sess))
+    return out
+
+
 def load_longmemeval(path: str | Path, limit: int | None = None) -> tuple[list[LMEQuestion], dict[str, int]]:
     """Scorable questions (first ``limit`` records) and counts of the skipped ones."""
     data = _read(path)
@@ -87,15 +103,7 @@ def load_longmemeval(path: str | Path, limit: int | None = None) -> tuple[list[L
             continue
         q = LMEQuestion(qid=qid, qtype=str(rec["question_type"]), question=str(rec["question"]),
                         now=parse_lme_date(rec.get("question_date") or rec["haystack_dates"][-1]))
-        seen: dict[str, int] = {}
-        for sid, date, sess in zip(rec["haystack_session_ids"], rec["haystack_dates"], rec["haystack_sessions"]):
-            sid = str(sid)
-            if sid in seen:  # keep sessions distinct even if an id repeats
-                seen[sid] += 1
-                sid = f"{sid}~{seen[sid]}"
-            else:
-                seen[sid] = 0
-            ts = parse_lme_date(date)
+        for sid, ts, sess in lme_sessions(rec):
             for i, turn in enumerate(sess):
                 if turn.get("role") != "user" or not str(turn.get("content", "")).strip():
                     continue

@@ -208,7 +208,7 @@ def _locomo_cases(path: Path, limit: int | None) -> tuple[list[ReplayCase], dict
 
 
 def _lme_cases(data: list[dict[str, Any]], assistant_turns: bool) -> tuple[list[ReplayCase], dict[str, Any]]:
-    from ._longmemeval import parse_lme_date
+    from ._longmemeval import lme_sessions, parse_lme_date
 
     cases = []
     skipped = {"abstention": 0, "assistant_only_evidence": 0}
@@ -218,17 +218,7 @@ def _lme_cases(data: list[dict[str, Any]], assistant_turns: bool) -> tuple[list[
             skipped["abstention"] += 1
             continue
         now = parse_lme_date(rec.get("question_date") or rec["haystack_dates"][-1])
-        raw = []
-        seen: dict[str, int] = {}
-        for n, (sid, date, sess) in enumerate(zip(rec["haystack_session_ids"], rec["haystack_dates"],
-                                                  rec["haystack_sessions"])):
-            sid = str(sid)
-            if sid in seen:  # keep sessions distinct even if an id repeats (as the retrieval harness does)
-                seen[sid] += 1
-                sid = f"{sid}~{seen[sid]}"
-            else:
-                seen[sid] = 0
-            raw.append((parse_lme_date(date), n, sid, sess))
+        raw = [(ts, n, sid, sess) for n, (sid, ts, sess) in enumerate(lme_sessions(rec))]
         raw.sort(key=lambda x: (x[0], x[1]))  # date order; the file's order breaks ties
         sessions = []
         evidence = []

@@ -1,4 +1,4 @@
-"""Code shared by the framework adapters (LangChain, LlamaIndex).
+"""Code shared by the adapters (LangChain, LlamaIndex, LangGraph) and the MCP server.
 
 Only :mod:`chatrecall.core`'s public surface is used here, and nothing from a
 third-party framework, so every adapter can import this module.

@@ -54,6 +54,11 @@ def _words(filename: str) -> tuple[str, ...]:
 
 # --- vocabulary shared by several patterns ---------------------------------
 
+#: Verbs that edit an earlier output ("swap the deadlifts", "cut the cover letter"), and what may lead them.
+_EDIT_VERB = _alt("swap", "cut", "turn", "make", "put", "change", "replace", "add", "remove", "drop", "move", "rename",
+                  "convert", "split", "merge", "reorder", "switch", "bump", "trim", "double", "halve", "scale")
+_EDIT_LEAD = r"^\W*(?:(?:ok|okay|now|great|thanks|cool|hmm|and|also)\W+)?"
+
 #: A subjectless report of news ("sold the civic today", "fyi standup moved to 9:30"): a statement, not a lookup.
 _NOT_NEWS = (r"(?!\W*(?:fyi|btw|heads\s+up|update|[a-z]{2,}ed|sold|set|broke|paid|bought|got|went|made|took|put|"
              r"found|lost|won|ran|met|sent|told|gave|left|kept|spent|began|wrote|built|caught|held|planted|finally)\b)"
@@ -633,16 +638,13 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("knowledge", r"\b(?:explain|describe|summarize|compare|list|clarify)\s+(?:that|this|it|those|these|them)\b",
        -0.6, TARGET_CORPUS, name="knowledge.explain_the_last_answer"),
     # edits of an earlier output: "cut the cover letter down to one page", "swap the deadlifts for ..."
-    _p("continuity", r"^\W*(?:(?:ok|okay|now|great|thanks|cool|hmm|and|also)\W+)?(?:(?:can|could|would)\s+(?:you|u)\s+)?"
-                     r"(?:please\s+)?(?:swap|cut|turn|make|put|change|replace|add|remove|drop|move|rename|convert|split|"
-                     r"merge|reorder|switch|bump|trim|double|halve|scale)\s+(?:the|that|this|it|those|these|them|"
-                     r"my|our)\b", 0.6, name="continuity.edit_earlier_output"),
+    _p("continuity", rf"{_EDIT_LEAD}(?:(?:can|could|would)\s+(?:you|u)\s+)?(?:please\s+)?{_EDIT_VERB}\s+"
+                     r"(?:the|that|this|it|those|these|them|my|our)\b", 0.6, name="continuity.edit_earlier_output"),
     _p("continuity", r"^\W*(?:in|on|for)\s+the\s+[\w-]+(?:\s+[\w-]+)?\W+(?:swap|cut|change|replace|add|remove|drop|"
                      r"move|make|put)\b", 0.6, name="continuity.in_the_x_edit"),
-    _p("knowledge", r"^\W*(?:(?:ok|okay|now|great|thanks|cool|hmm|and|also)\W+)?(?:can|could|would)\s+(?:you|u)\s+"
-                    r"(?:please\s+)?(?:swap|cut|turn|make|put|change|replace|add|remove|drop|move|rename|convert|"
-                    r"split|merge|reorder|switch|shorten|rewrite|rephrase|simplify)\s+(?:the|that|this|it|those|"
-                    r"these|them)\b", -0.6, TARGET_CORPUS, name="knowledge.edit_is_not_a_question"),
+    _p("knowledge", rf"{_EDIT_LEAD}(?:can|could|would)\s+(?:you|u)\s+(?:please\s+)?(?:{_EDIT_VERB}|shorten|rewrite|"
+                    r"rephrase|simplify)\s+(?:the|that|this|it|those|these|them)\b", -0.6, TARGET_CORPUS,
+       name="knowledge.edit_is_not_a_question"),
     _p("continuity", r"^\W*(?:(?:ok|okay|now|and)\W+)?same\s+[\w-]+\s+(?:but|for|with|again)\b", 0.6,
        name="continuity.same_x_but"),
     # "what did the allergist say about the egg test": what someone in the user's life said
