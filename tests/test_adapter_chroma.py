@@ -496,3 +496,70 @@ def test_import_guard_names_the_extra(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "chromadb", None)
     with pytest.raises(ImportError, match=r"chroma adapter needs chromadb: pip install 'chatrecall\[chroma\]'"):
         ChromaStore(path=tmp_path)
+
+
+# --------------------------------------------------------------------------- group commit (embedded writes)
+
+
+def test_concurrent_upserts_are_each_committed_when_they_return(tmp_path: Path) -> None:
+    # Embedded writes go through one writer thread that merges concurrent upserts; every caller must
+    # find its own records stored the moment its call returns, and nothing may be lost or mixed up.
+    import threading
+
+    s = ChromaStore(path=tmp_path / "db")
+    errors: list[BaseException] = []
+
+    def writer(t: int) -> None:
+        try:
+            for i in range(15):
+                r = rec(f"t{t}-{i}", user=f"u{t}", text=f"thread {t} item {i}")
+                s.upsert("memories", [r], unit(basis((t + i) % DIM)))
+                got = s.get("memories", ids=[r.id], where={"user_id": f"u{t}"})
+                assert [x.text for x in got.records] == [r.text]
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    try:
+        assert not errors, errors[0]
+        assert s.count("memories") == 8 * 15
+        for t in range(8):
+            assert s.count("memories", {"user_id": f"u{t}"}) == 15
+    finally:
+        s.close()
+    reopened = ChromaStore(path=tmp_path / "db")
+    try:
+        assert reopened.count("memories") == 8 * 15
+    finally:
+        reopened.close()
+
+
+def test_group_commit_merges_later_writes_over_earlier_ones_and_fails_every_caller() -> None:
+    calls: list[tuple[str, list[str], list[str]]] = []
+    fail = {"on": False}
+
+    def write(collection: str, ids: list[str], emb: np.ndarray, docs: list[str], metas: list[dict[str, Any]]) -> None:
+        if fail["on"]:
+            raise StoreError("disk full")
+        assert emb.shape == (len(ids), 2)
+        calls.append((collection, ids, docs))
+
+    gc = chroma_mod._GroupCommit(write)
+    a = chroma_mod._Pending("m", ["x", "y"], np.ones((2, 2)), ["x1", "y1"], [{}, {}], chroma_mod.Future())
+    b = chroma_mod._Pending("m", ["x"], np.ones((1, 2)), ["x2"], [{}], chroma_mod.Future())
+    c = chroma_mod._Pending("p", ["z"], np.ones((1, 2)), ["z1"], [{}], chroma_mod.Future())
+    gc._commit([a, b, c])
+    assert calls == [("m", ["y", "x"], ["y1", "x2"]), ("p", ["z"], ["z1"])]  # one call per collection, last wins
+    assert a.done.result() is None and b.done.result() is None and c.done.result() is None
+    fail["on"] = True
+    d = chroma_mod._Pending("m", ["q"], np.ones((1, 2)), ["q"], [{}], chroma_mod.Future())
+    e = chroma_mod._Pending("m", ["r"], np.ones((1, 2)), ["r"], [{}], chroma_mod.Future())
+    gc._commit([d, e])
+    for p in (d, e):
+        with pytest.raises(StoreError, match="disk full"):
+            p.done.result()
+    gc.close()  # never started: nothing to join

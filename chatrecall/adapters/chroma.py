@@ -24,12 +24,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import queue
 import re
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -226,6 +228,115 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+#: Most records one group commit writes (an embedded write holds the GIL for its whole call: ~9 ms for 3
+#: records, ~15 ms for 30 on a 2-core VM; larger groups would stall other threads and an event loop longer).
+_GROUP_RECORDS = 32
+
+
+@dataclass
+class _Pending:
+    """One upsert waiting for the group commit."""
+
+    collection: str
+    ids: list[str]
+    embeddings: np.ndarray
+    documents: list[str]
+    metadatas: list[dict[str, Any]]
+    done: Future[None]
+
+
+class _GroupCommit:
+    """Writes of an embedded store, one thread, concurrent upserts merged into one Chroma call.
+
+    Embedded Chroma holds the GIL for the whole of a write, and each write has a
+    fixed cost of several milliseconds. Upserts that arrive while a write runs
+    are merged (up to :data:`_GROUP_RECORDS` records per collection) into the
+    next one, so N concurrent writers cost about one write, and other threads
+    (an asyncio event loop among them) get the GIL between writes. A caller
+    returns only when its own records are committed, so an acknowledged write is
+    as durable as before; a failed group fails every caller in it.
+    """
+
+    def __init__(self, write: Callable[[str, list[str], np.ndarray, list[str], list[dict[str, Any]]], None]) -> None:
+        self._write = write
+        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, collection: str, ids: list[str], embeddings: np.ndarray, documents: list[str],
+               metadatas: list[dict[str, Any]]) -> None:
+        """Queue one upsert and wait until it is committed (or raise its error)."""
+        done: Future[None] = Future()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="chatrecall-chroma-writer", daemon=True)
+                self._thread.start()
+            self._queue.put(_Pending(collection, ids, embeddings, documents, metadatas, done))
+        done.result()
+
+    def close(self) -> None:
+        """Finish the queued writes and stop the writer thread."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            if thread is not None:
+                self._queue.put(None)
+        if thread is not None:
+            thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            group, stop = self._gather(first)
+            self._commit(group)
+            if stop:
+                return
+
+    def _gather(self, first: _Pending) -> tuple[list[_Pending], bool]:
+        group, n = [first], len(first.ids)
+        while n < _GROUP_RECORDS:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None:
+                return group, True
+            group.append(nxt)
+            n += len(nxt.ids)
+        return group, False
+
+    def _commit(self, group: list[_Pending]) -> None:
+        by_col: dict[str, list[_Pending]] = {}
+        for p in group:
+            by_col.setdefault(p.collection, []).append(p)
+        for collection, items in by_col.items():
+            try:
+                if len(items) == 1:
+                    one = items[0]
+                    self._write(collection, one.ids, one.embeddings, one.documents, one.metadatas)
+                else:
+                    self._write(collection, *self._merged(items))
+            except BaseException as exc:  # noqa: BLE001 - handed to every caller of the group
+                for p in items:
+                    p.done.set_exception(exc)
+            else:
+                for p in items:
+                    p.done.set_result(None)
+
+    @staticmethod
+    def _merged(items: list[_Pending]) -> tuple[list[str], np.ndarray, list[str], list[dict[str, Any]]]:
+        """The items as one batch; an id written twice keeps the later write (as sequential upserts would)."""
+        rows: dict[str, tuple[np.ndarray, str, dict[str, Any]]] = {}
+        for p in items:
+            for i, rid in enumerate(p.ids):
+                rows.pop(rid, None)
+                rows[rid] = (p.embeddings[i], p.documents[i], p.metadatas[i])
+        ids = list(rows)
+        return (ids, np.stack([r[0] for r in rows.values()]), [r[1] for r in rows.values()],
+                [r[2] for r in rows.values()])
+
+
 @functools.lru_cache(maxsize=1)
 def _deadline_types() -> tuple[type, type]:
     """httpx transport and stream wrappers that bound a whole request by one deadline."""
@@ -345,11 +456,13 @@ class ChromaStore:
         self._client: Any = client
         self._owns_client = client is None
         self._snapshots = bool(snapshots)
+        self._writer: _GroupCommit | None = None
         if url is not None:
             self._parse_url(url)  # the server is contacted lazily: it may come up later
         elif client is None:
             self.path = Path(path).expanduser() if path is not None else default_path()
             self._client = self._run("open", self._open_embedded)
+            self._writer = _GroupCommit(self._upsert_now)
 
     # ------------------------------------------------------------------ setup
 
@@ -408,6 +521,8 @@ class ChromaStore:
 
     def close(self) -> None:
         """Release the client we opened (embedded: flushes and unlocks the files)."""
+        if self._writer is not None:
+            self._writer.close()
         with self._lock:
             self._cols.clear()
             if not self._owns_client:
@@ -622,6 +737,13 @@ class ChromaStore:
             recs, metas, emb = [recs[i] for i in keep], [metas[i] for i in keep], emb[keep]
         ids = [r.id for r in recs]
         docs = [r.text for r in recs]
+        if self._writer is not None and len(ids) < _GROUP_RECORDS:
+            self._writer.submit(collection, ids, emb, docs, metas)  # embedded: group commit
+        else:
+            self._upsert_now(collection, ids, emb, docs, metas)
+
+    def _upsert_now(self, collection: str, ids: list[str], emb: np.ndarray, docs: list[str],
+                    metas: list[dict[str, Any]]) -> None:
         step = self._run("batch size", self._batch_size)
         for start in range(0, len(ids), step):
             sl = slice(start, start + step)
