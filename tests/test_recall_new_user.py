@@ -58,6 +58,7 @@ def _texts(res: Any) -> list[str]:
 @pytest.mark.parametrize(("question", "answer"), [
     ("what's my cat called?", "Miso"),
     ("which hotel did we book?", "Hotel Arcadia"),
+    ("what colour is Miso?", "grey tabby"),  # a pet named, no "my"
     ("what error did my deploy fail with?", "ERR_CONN_RESET"),
     ("what time is our standup?", "9:30"),
 ])
@@ -115,6 +116,25 @@ def test_correction_forces_memory_only_while_the_chat_continues_it(cr: ChatRecal
     cr.retrieve("no, I meant the staging deploy", user_id="u1", session_id="s10")
     cont = cr.retrieve("and what did that error say?", user_id="u1", session_id="s10")
     assert cont.route.wants_memory
+
+
+def test_a_correction_keeps_weak_memory_over_a_weak_document(tmp_path: Path, st_embedder: Any) -> None:
+    # "no, I meant the dog's breed": the correction is about the conversation; a document that only
+    # shares the topic ("puppies need shots") must not replace the memories the user is correcting.
+    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    try:
+        engine.add_documents([{"title": "Dog vaccines",
+                               "text": "Puppies need DHPP shots at 8, 12 and 16 weeks and a rabies shot at 16 weeks."}])
+        engine.add("We got a puppy last week, his name is Biscuit.", user_id="u1", session_id="s1", timestamp=T0)
+        engine.add("Biscuit is a beagle, 10 weeks old.", user_id="u1", session_id="s1", timestamp=T0 + 60)
+        engine.add("how old is Biscuit", user_id="u1", session_id="s2", timestamp=T0 + 120)
+        res = engine.retrieve("no, I meant the dog's breed", user_id="u1", session_id="s2")
+        assert res.gate.correction
+        assert res.route.wants_memory
+        assert "Biscuit is a beagle, 10 weeks old." in _texts(res)
+        assert all(i.source == "memory" for i in res.items)
+    finally:
+        engine.close()
 
 
 @pytest.mark.parametrize("route", ["memory", "corpus", "both"])

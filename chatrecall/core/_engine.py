@@ -92,6 +92,7 @@ class _Plan:
     route: Route
     two_phase: bool
     fallback: bool
+    correction: bool = False  # a correction's memory is kept even when it looks weak
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -916,7 +917,7 @@ class ChatRecall(_AsyncMixin):
                 self._corpus_phase(run)
             if plan.fallback and not run.store_down and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
-            self._settle_phase1(run)
+            self._settle_phase1(run, plan)
         return self._assemble(run, gate, plan, budget_tokens)
 
     # ---------------------------------------------------------------- retrieve steps
@@ -980,7 +981,8 @@ class ChatRecall(_AsyncMixin):
             if hits:
                 route = Route.BOTH
                 run.notes.append(f"query names {hits[0]!r} from memory: searching memory too")
-        return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS)
+        corrected = gate.correction or (pending and continues)
+        return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected)
 
     def _memory_phase(self, run: _Run, plan: _Plan, gate: GateDecision) -> None:
         """Search memory; on a memory-only plan, a small lookup under the phase-1 budget first.
@@ -1085,11 +1087,18 @@ class ChatRecall(_AsyncMixin):
         else:
             run.rejected.extend(dataclasses.replace(i, why="fallback: not useful") for i in items)
 
-    def _settle_phase1(self, run: _Run) -> None:
-        """Keep the set-aside phase-1 memories only when the corpus had nothing."""
+    def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
+        """Keep the set-aside phase-1 memories only when the corpus had nothing (or the turn is a correction:
+        "no, I meant the dog's breed" is about the conversation, whatever the corpus holds)."""
         if not run.phase1:
             return
-        if run.corpus_items:
+        if plan.correction:
+            run.notes.append("memory not clearly useful, but the turn corrects the conversation: kept")
+            run.memory_items = run.phase1
+            if not self._strong_corpus(run.corpus_items):
+                run.rejected.extend(dataclasses.replace(i, why="correction: corpus not strong") for i in run.corpus_items)
+                run.corpus_items = []
+        elif run.corpus_items:
             run.notes.append("memory not useful: dropped for the corpus")
             run.rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in run.phase1)
         else:

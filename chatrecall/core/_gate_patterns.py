@@ -505,7 +505,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    rf"the\s+(?:[\w-]+\s+){{0,2}}{_PERSONAL_NOUN}|prod|production|staging|{_FAMILY})\b", 0.7,
        name="personal.question_about_mine"),
     # "what grade is Ava in?", "is Milo due for shots?", "how is Ethan's wrist healing": a name alone
-    _p("personal", rf"{_AFTER_NAME_ASKED}{_NAME}{_NAME_FOLLOW}", 0.7, name="personal.named_person"),
+    _p("personal", rf"{_AFTER_NAME_ASKED}{_NAME}(?=[^.!]*(?:\?|$)){_NAME_FOLLOW}", 0.7, name="personal.named_person"),
     _p("personal", "(?<='s\\s)" + "".join(rf"(?<!\b{w}'s\s)" for w in (
         "it", "that", "what", "who", "there", "here", "he", "she", "where", "how", "let", "world", "earth", "today",
         "year", "country", "city", "company")) + rf"{_OWNED}\b(?=[^.!]*\?|[^.!]*$)", 0.5,
