@@ -654,6 +654,12 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("personal", r"\b(?:for|with|to)\s+us\W*$", 0.6, name="personal.for_us"),
     _p("personal", rf"^\W*{_LEAD}who(?:'s|\s+is|\s+are|'re)\s+(?:[a-z]+ing\b|the\s+best\s+man|the\s+maid\s+of\s+honou?r|"
                    r"on\s+call|in\s+charge)", 0.6, name="personal.whos_doing"),
+    # "the total number of online courses I've completed", "how much time do I dedicate to guitar every day"
+    _p("personal", r"\b(?:i've|i\s+have|we've|we\s+have)\s+(?:(?:already|ever|just|recently)\s+)?(?:[a-z]+ed|done|seen|"
+                   r"read|made|taken|been|bought|won|run|eaten|written|built|grown|worn|flown|gone|got|gotten|had|"
+                   r"met|sold|spent|lost|kept)\b(?=[^.!]*\?)", 0.6, name="personal.what_i_have_done"),
+    _p("personal", r"\bdo\s+(?:i|we)\b(?!\s+(?:need|have\s+to|must|want))(?=[^.!?]*\b(?:every|each)\s+(?:day|week|month|morning|evening|night|year|"
+                   r"weekend)\b)", 0.6, name="personal.my_habit"),
     # "what was that recipe you gave me": a question about what was said is not one for the documents
     _p("knowledge", r"\byou\s+(?:just\s+|already\s+)?(?:gave|told|showed|sent|suggested|recommended|said|mentioned|"
                     r"wrote|listed|shared)\b", -0.5, TARGET_CORPUS, name="knowledge.what_you_said"),
