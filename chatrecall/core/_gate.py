@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -147,6 +147,26 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
+class _LazyRegex:
+    """A regex compiled on its first ``match``; then ``match`` is the compiled pattern's own method.
+
+    The gate indexes hundreds of words; compiling every merged regex up front
+    cost most of ``Gate()`` (0.7 s), while a process that routes a few messages
+    needs a few of them.
+    """
+
+    __slots__ = ("_source", "match")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self.match: Callable[..., re.Match[str] | None] = self._compile_then_match
+
+    def _compile_then_match(self, string: str, pos: int = 0) -> re.Match[str] | None:
+        match = re.compile(self._source).match  # two threads may both compile: same result, harmless
+        self.match = match
+        return match(string, pos)
+
+
 class Gate:
     """Decides whether a message needs memory, corpus, both or no search.
 
@@ -208,20 +228,26 @@ class Gate:
                 index.setdefault(word, []).append(i)
         self._pats = tuple(pats)
 
-        def merged(ids: list[int]) -> tuple[re.Pattern[str], tuple[tuple[int, int], ...]]:
+        shared: dict[tuple[int, ...], _LazyRegex] = {}
+
+        def merged(ids: list[int]) -> tuple[_LazyRegex, tuple[tuple[int, int], ...]]:
             # One match call evaluates every pattern at a position: each sits in
             # an optional lookahead, so a set group means "this one matched here".
             # The trailing conditionals fail the match when no group is set, so the
             # common case (nothing fires at this word) returns None cheaply.
-            ids = sorted(set(ids))
-            body = "".join(f"(?=({wrapped[i]})|)" for i in ids)
-            none_set = "".join(f"(?({g})|" for g in range(1, len(ids) + 1)) + "(?!)" + ")" * len(ids)
-            rx = re.compile(body + none_set)
-            return rx, tuple((g, i) for g, i in enumerate(ids, 1))
+            # Words indexing the same patterns (hundreds of given names) share one
+            # regex, compiled the first time a message needs it.
+            key = tuple(sorted(set(ids)))
+            rx = shared.get(key)
+            if rx is None:
+                body = "".join(f"(?=({wrapped[i]})|)" for i in key)
+                none_set = "".join(f"(?({g})|" for g in range(1, len(key) + 1)) + "(?!)" + ")" * len(key)
+                rx = shared[key] = _LazyRegex(body + none_set)
+            return rx, tuple((g, i) for g, i in enumerate(key, 1))
 
         # word -> (merged regex tried at that word or None, its (group, id) pairs,
         #          ids searched once when the word occurs)
-        table: dict[str, tuple[re.Pattern[str] | None, tuple[tuple[int, int], ...], frozenset[int]]] = {}
+        table: dict[str, tuple[_LazyRegex | None, tuple[tuple[int, int], ...], frozenset[int]]] = {}
         for word in (set(at) | set(search)) - {""}:
             rx_ids = merged(at[word]) if word in at else (None, ())
             table[word] = (rx_ids[0], rx_ids[1], frozenset(search.get(word, ())))
