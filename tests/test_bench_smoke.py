@@ -237,3 +237,74 @@ def test_locomo_on_real_parts(tmp_path: Path, st_embedder: Any) -> None:
     assert "ChromaStore" in res["store"]
     assert res["systems"]["dense_only"]["R@5"] == pytest.approx(res["systems"]["langchain_chroma"]["R@5"])
     assert res["systems"]["chatrecall"]["R@5"] >= 0.5
+
+
+# ---------------------------------------------------------------- speed: new modes (p99, ratios, threads, cold start, server)
+_SPEED_TEXTS = [f"turn {i}: we talked about topic {i % 17} and the city of Lyon with Alice" for i in range(160)]
+_SPEED_QUESTIONS = [f"what did we say about topic {i}?" for i in range(12)]
+
+
+def test_speed_p99_ratios_and_threads_on_fakes() -> None:
+    res = run_speed(sizes=(60,), queries=3, store="memory", embedder=HashEmbedder(), texts=_SPEED_TEXTS,
+                    questions=_SPEED_QUESTIONS, ingest_turns=20, gate_messages=20, rounds=1, threads=3,
+                    throughput_calls=9)
+    for m in res["systems"].values():
+        assert m["p50_ms@60"] <= m["p95_ms@60"] <= m["p99_ms@60"]
+    r = res["ratios_to_langchain_chroma_p50"]["60"]
+    assert r["hybrid_vs_langchain_search_only"] > 0 and r["hybrid_vs_langchain_end_to_end"] > 0
+    assert res["hybrid_vs_langchain_chroma_search_only_p50"] == r["hybrid_vs_langchain_search_only"]
+    t = res["threads"]["60"]
+    assert t["retrieves_per_s_1_thread"] > 0 and t["retrieves_per_s_3_threads"] > 0 and t["speedup"] > 0
+    assert "cold_start" not in res and "server" not in res  # both need the chroma store
+    titles = [s["title"] for s in res["tables"]]
+    assert any("search only" in t for t in titles) and any("threads" in t for t in titles)
+
+
+def test_speed_cold_start_with_and_without_snapshot_reuses_cached_stores(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    kw: dict[str, Any] = dict(queries=3, store="chroma", embedder=HashEmbedder(), texts=_SPEED_TEXTS,
+                              questions=_SPEED_QUESTIONS, ingest_turns=20, gate_messages=20, rounds=1, threads=0,
+                              server=False, cold_runs=1, cache_dir=tmp_path / "cache")
+    res = run_speed(sizes=(50, 120), cold_start=[120], **kw)
+    assert set(res["cold_start"]) == {"120"}
+    c = res["cold_start"]["120"]
+    assert c["snapshot"]["from_snapshot"] == 1 and c["no_snapshot"]["from_snapshot"] == 0
+    assert c["snapshot"]["records"] == c["no_snapshot"]["records"] == 120
+    for v in ("snapshot", "no_snapshot"):
+        assert 0 < c[v]["first_retrieve_s"] < c[v]["process_s"]
+    assert c["speedup"] > 0
+    assert res["systems"]["retrieve"]["p99_ms@120"] > 0
+    # a second run reuses the stores of both sizes: nothing is stored again
+    again = run_speed(sizes=(50, 120), cold_start=False, **kw)
+    assert "cold_start" not in again
+    assert any("reused from the cache for sizes 50, 120" in n for n in again["notes"])
+    assert again["store_fill_seconds"]["120"] < res["store_fill_seconds"]["120"] + 5
+
+
+@pytest.mark.server
+def test_speed_server_mode_against_embedded(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    from chatrecall._bench._speed import chroma_executable
+
+    if chroma_executable() is None:
+        pytest.skip("the `chroma` executable (chromadb CLI) is not installed")
+    res = run_speed(sizes=(40,), queries=3, store="chroma", embedder=HashEmbedder(), texts=_SPEED_TEXTS,
+                    questions=_SPEED_QUESTIONS, ingest_turns=20, gate_messages=20, rounds=1, threads=0,
+                    server=40, cold_start=False)
+    s = res["server"]
+    assert s["size"] == 40 and s["retrieve_server_p50_ms"] > 0 and s["retrieve_embedded_p50_ms"] > 0
+    assert s["retrieve_server_vs_embedded_p50"] == pytest.approx(
+        s["retrieve_server_p50_ms"] / s["retrieve_embedded_p50_ms"])
+    assert any(t["metric"].startswith("server retrieve p50") for t in res["targets"])
+
+
+def test_cli_speed_flags_reach_the_harness() -> None:
+    from chatrecall._bench import _speed_extra
+    from chatrecall.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "speed", "--out", "x.json", "--server", "off", "--threads", "4",
+                                      "--cold-start", "10000,100000", "--embedder-backends", "torch,onnx"])
+    assert _speed_extra(args) == {"server": "off", "threads": 4, "cold_start": "10000,100000",
+                                  "embedder_backends": "torch,onnx"}
+    plain = build_parser().parse_args(["bench", "speed", "--out", "x.json"])
+    assert _speed_extra(plain) == {}  # the defaults live in run_speed

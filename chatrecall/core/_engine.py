@@ -263,12 +263,15 @@ class ChatRecall(_AsyncMixin):
         if snap is not None:
             st.index, st.synced_at = snap, self._clock()
             return
+        version = self._snapshots.begin_sync(user_id)  # unchanged after the read: the index equals the store
         batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id}, include_embeddings=not warm)
         stored = {r.id for r in batch.records}
         gone = [rid for rid in st.index.pos if rid not in stored]
         if gone:
             st.index.remove(gone)
         missing = [r.id for r in batch.records if r.id not in st.index]
+        if warm and (gone or missing):
+            self._snapshots.touched(user_id)
         if missing:
             if warm:
                 batch = self.store.get(COLLECTION_MEMORIES, ids=missing, include_embeddings=True)
@@ -277,6 +280,7 @@ class ChatRecall(_AsyncMixin):
                 keep = [i for i, r in enumerate(batch.records) if r.id not in st.index]
             if batch.embeddings is not None and keep:
                 st.index.add([batch.records[i] for i in keep], batch.embeddings[keep])
+        self._snapshots.end_sync(user_id, version)
         st.synced_at = self._clock()
         if not warm:
             self._snapshots.save(user_id, st.index)
@@ -287,6 +291,7 @@ class ChatRecall(_AsyncMixin):
         if batch.records and batch.embeddings is not None:
             with st.lock:
                 st.index.add(batch.records, batch.embeddings)
+            self._snapshots.touched(batch.records[0].user_id)
 
     # ================================================================ write path
     def _make_turn(self, t: Turn | Mapping[str, Any]) -> Turn:
@@ -361,9 +366,10 @@ class ChatRecall(_AsyncMixin):
                 t0 = time.perf_counter()
                 emb = self.embedder.embed_documents([r.text for r in records])
                 t1 = time.perf_counter()
-                self.store.upsert(COLLECTION_MEMORIES, records, emb)
-                t2 = time.perf_counter()
-                st.index.add(records, emb)
+                with self._snapshots.writing(user_id):  # other processes' snapshots of this user go stale
+                    self.store.upsert(COLLECTION_MEMORIES, records, emb)
+                    t2 = time.perf_counter()
+                    st.index.add(records, emb)
                 if st.seen_total is not None:  # our own write must not look like another process's
                     st.seen_total += len(records)
                 self.metrics.observe("latency_ms.write_embed", (t1 - t0) * 1e3)
@@ -538,7 +544,7 @@ class ChatRecall(_AsyncMixin):
         if session_id is not None:
             where["session_id"] = check_id("session_id", session_id, self.limits)
         st = self._state(user_id)
-        with st.lock:
+        with st.lock, self._snapshots.writing(user_id):
             mem = self.store.delete(COLLECTION_MEMORIES, where=where)
             pins = self.store.delete(COLLECTION_PINS, where=where)
             docs = 0
@@ -696,11 +702,16 @@ class ChatRecall(_AsyncMixin):
         stays under ``_FRESH_MS`` (judged after a few searches, so one slow
         call does not switch it off), else once per ``sync_interval_s`` (the
         periodic sync reloads the whole user anyway). A store that says it is
-        ``shared`` (a Chroma server) is asked every time.
+        ``shared`` (a Chroma server) is asked every time. A local store is not
+        asked at all while the user's snapshot version shows that no engine
+        wrote the user since this index matched the store (one small file
+        read; see :meth:`SnapshotCache.unchanged`).
         """
         now = time.monotonic()
         probes, ewma, last = self._fresh_n, self._fresh_ms, self._fresh_at
         shared = bool(getattr(self.store, "shared", False))  # a server other processes write to: always ask
+        if not shared and self._snapshots.unchanged(user_id):
+            return  # no engine wrote this user since its index last matched the store (the version file says so)
         if shared and callable(getattr(self.store, "ids", None)):
             self._probe_shared(st, user_id, now)
             return
@@ -1205,11 +1216,11 @@ class ChatRecall(_AsyncMixin):
                          timestamp=turn.timestamp if turn.timestamp is not None else self._clock(), seq=seq,
                          entities=keys, metadata=turn.metadata)
             emb = self.embedder.embed_documents([rec.text])
-            self.store.upsert(COLLECTION_MEMORIES, [rec], emb)
-            if memory_id in st.index:
-                self._snapshots.invalidate(user_id)  # same id, new text: the ids digest would not see it
-                st.index.remove([memory_id])
-            st.index.add([rec], emb)
+            with self._snapshots.writing(user_id):  # same id, new text: the version change makes snapshots stale
+                self.store.upsert(COLLECTION_MEMORIES, [rec], emb)
+                if memory_id in st.index:
+                    st.index.remove([memory_id])
+                st.index.add([rec], emb)
         self.metrics.incr("memories_stored")
         return rec
 
@@ -1252,7 +1263,7 @@ class ChatRecall(_AsyncMixin):
         if not ids:
             return 0
         st = self._state(user_id)
-        with st.lock:
+        with st.lock, self._snapshots.writing(user_id):
             n = self.store.delete(COLLECTION_MEMORIES, ids=ids, where={"user_id": user_id})
             st.index.remove(ids)
         self.metrics.incr("memories_deleted", n)

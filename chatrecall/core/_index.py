@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, MutableSequence, Sequence
 
 import numpy as np
 
@@ -111,7 +111,8 @@ class UserIndex:
     def __init__(self, dim: int, *, max_entity_fanout: int = 64) -> None:
         self.dim = dim
         self.max_entity_fanout = max_entity_fanout
-        self.records: list[Record] = []
+        # a list; after a snapshot load a LazyRecords that builds each Record on first access (see _snapshot)
+        self.records: MutableSequence[Record] = []
         self.pos: dict[str, int] = {}
         self._emb = np.zeros((0, dim), dtype=np.float32)
         self._ts = np.zeros(0, dtype=np.float64)
