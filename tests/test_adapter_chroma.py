@@ -237,6 +237,7 @@ def test_collections_and_namespaces_are_separate(store: ChromaStore, tmp_path: P
 
 def test_paging_and_write_batching(store: ChromaStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chroma_mod, "_PAGE", 7)  # also caps the write batch
+    monkeypatch.setattr(chroma_mod, "_ID_PAGE", 4)  # id-only reads (count by filter, delete by where)
     n = 30
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(n, DIM)).astype(np.float32)

@@ -66,6 +66,9 @@ _ENTITIES = "entities"
 _PREFIX = "m."
 #: Page size of reads (ids per get, rows per offset page).
 _PAGE = 5000
+#: Page of an id-only read (a few MB at most): reading a 100K-memory user's ids in pages of 5000 took 2-6 s,
+#: in one page 0.26 s (Chroma scans up to the offset on every page).
+_ID_PAGE = 100_000
 _NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$")
 _SPACE = "cosine"
 
@@ -701,12 +704,12 @@ class ChromaStore:
                 out.extend(col.get(ids=list(chunk), where=flt.where, include=[])["ids"])
             return out
         offset = 0
-        while True:
-            page = col.get(where=flt.where, limit=_PAGE, offset=offset, include=[])["ids"]
+        while True:  # ids only: large pages, since each offset page costs a scan up to its offset
+            page = col.get(where=flt.where, limit=_ID_PAGE, offset=offset, include=[])["ids"]
             out.extend(page)
-            if len(page) < _PAGE:
+            if len(page) < _ID_PAGE:
                 return out
-            offset += _PAGE
+            offset += _ID_PAGE
 
     # ------------------------------------------------------------- MemoryStore
 
