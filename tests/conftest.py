@@ -246,3 +246,21 @@ def embedded_store(tmp_path: Path) -> Iterator[Any]:
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any, str], dict[str, int]]:
+    """Wrap ``obj.name`` so its calls are counted: ``calls = count_calls(store, "query"); calls["n"]``."""
+
+    def wrap(obj: Any, name: str) -> dict[str, int]:
+        calls = {"n": 0}
+        real = getattr(obj, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls["n"] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(obj, name, counted)
+        return calls
+
+    return wrap

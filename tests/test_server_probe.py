@@ -21,20 +21,13 @@ def _engine(url: str, ns: str) -> tuple[ChatRecall, Any]:
     return ChatRecall(store=store, embedder=HashEmbedder()), store
 
 
-def test_other_process_writes_and_deletes_become_visible_without_vector_queries(chroma_server: str) -> None:
+def test_other_process_writes_and_deletes_become_visible_without_vector_queries(chroma_server: str,
+                                                                                  count_calls: Any) -> None:
     ns = "probe" + uuid.uuid4().hex[:8]
     a, store_a = _engine(chroma_server, ns)
     b, _ = _engine(chroma_server, ns)
     a.add("Alice adopted a beagle called Rex", user_id="u", session_id="s1")
-    queries = 0
-    real_query = store_a.query
-
-    def counting(*args: Any, **kw: Any) -> Any:
-        nonlocal queries
-        queries += 1
-        return real_query(*args, **kw)
-
-    store_a.query = counting  # type: ignore[method-assign]
+    queries = count_calls(store_a, "query")
     assert len(a.search("beagle", user_id="u", k=5)) == 1
     # A's own write does not trigger a resync
     a.add("Rex likes the park", user_id="u", session_id="s1")
@@ -55,6 +48,6 @@ def test_other_process_writes_and_deletes_become_visible_without_vector_queries(
     time.sleep(1.05)
     hits = a.search("Lisbon", user_id="u", k=5)
     assert not any("Lisbon" in h.text for h in hits)
-    assert queries == 0  # memory searches never ran a store vector query
+    assert queries["n"] == 0  # memory searches never ran a store vector query
     a.close()
     b.close()

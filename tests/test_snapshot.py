@@ -338,26 +338,18 @@ def test_code_fingerprint_mismatch_rebuilds(tmp_path: Path, monkeypatch: pytest.
     assert "other index code" in cr2._snapshots.last["u1"]
 
 
-def test_refresh_probe_is_skipped_while_the_version_is_unchanged(tmp_path: Path) -> None:
+def test_refresh_probe_is_skipped_while_the_version_is_unchanged(tmp_path: Path, count_calls: Any) -> None:
     store, cr = _saved(tmp_path)
-    queries = 0
-    real = store.query
-
-    def counting(*a: Any, **kw: Any) -> Any:
-        nonlocal queries
-        queries += 1
-        return real(*a, **kw)
-
-    store.query = counting  # type: ignore[method-assign]
+    queries = count_calls(store, "query")
     cr2 = _engine(store)
     for q in ("Paris", "Alice's dog", "last week"):
         cr2.search(q, user_id="u1", k=3)
     cr2.add("my own new turn about Rome", user_id="u1", session_id="s9")  # our own write keeps us in sync
     cr2.search("Rome", user_id="u1", k=3)
-    assert queries == 0
+    assert queries["n"] == 0
     _engine(store, min_records=10**9).add("another engine's turn about Oslo", user_id="u1", session_id="s9")
     hits = cr2.search("Oslo", user_id="u1", k=3)
-    assert queries == 1 and any("Oslo" in h.text for h in hits)  # the probe ran and pulled the new turn
+    assert queries["n"] == 1 and any("Oslo" in h.text for h in hits)  # the probe ran and pulled the new turn
 
 
 def test_lazy_table_behaves_like_the_dict_it_replaces() -> None:
