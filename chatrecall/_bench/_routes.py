@@ -57,7 +57,8 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     "tune": (_REPO / "benchmarks" / "data" / "gate_messages_tune.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune2.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune3.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune4.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune4.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune5.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
 }
 

@@ -59,6 +59,15 @@ def _words(filename: str) -> tuple[str, ...]:
 _SHORT_ACK = _alt("ok", "okay", "oh", "ah", "wow", "haha", "lol", "yeah", "yes", "yay", "great", "cool", "nice",
                   "thanks", "thank you", "thx", "nvm", "hmm", "omg", "well", "so", "and", "awesome", "perfect")
 
+#: Names of errors as they are pasted ("TypeError: 'NoneType' object is not subscriptable").
+_ERROR_NAME = _alt(
+    "error", "exception", "typeerror", "valueerror", "keyerror", "indexerror", "attributeerror", "nameerror",
+    "importerror", "modulenotfounderror", "syntaxerror", "referenceerror", "runtimeerror", "zerodivisionerror",
+    "filenotfounderror", "permissionerror", "oserror", "ioerror", "assertionerror", "recursionerror",
+    "memoryerror", "timeouterror", "connectionerror", "unicodedecodeerror", "jsondecodeerror", "rangeerror",
+    "nullpointerexception", "illegalargumentexception", "classnotfoundexception", "panic", "fatal",
+)
+
 #: Verbs that edit an earlier output ("swap the deadlifts", "cut the cover letter"), and what may lead them.
 _EDIT_VERB = _alt("swap", "cut", "turn", "make", "put", "change", "replace", "add", "remove", "drop", "move", "rename",
                   "convert", "split", "merge", "reorder", "switch", "bump", "trim", "double", "halve", "scale")
@@ -263,8 +272,7 @@ _FAMILY = (r"(?:mom|mum|dad|mommy|daddy|grandma|grandpa|granny|nana|wife|husband
            r"girlfriend|sis|bro|the\s+kids|the\s+baby)")
 _TIME_DEIXIS = (r"(?:tomorrow|tonight|today|this\s+(?:weekend|week|semester|term|month|morning|afternoon|evening|"
                 r"year)|next\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-                r"on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|right\s+now|at\s+the\s+moment|"
-                r"currently|so\s+far|anymore)")
+                r"on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|so\s+far|anymore)")
 
 #: Given names and pet names (word list); a question naming one alone is about the user's own people.
 _NAME = _alt(*_words("given_names.txt"))
@@ -274,7 +282,7 @@ _NAME_FOLLOW = (r"(?:'s\b|'\s|\s*[?.!,]|\s*$|\s+(?:is|was|has|had|does|did|do|ge
                 r"wants|need|needs|wear|wears|work|works|see|sees|take|takes|eat|eats|use|uses|live|lives|start|"
                 r"starts|finish|leave|leaves|come|comes|play|plays|weigh|weighs|in|on|at|for|to|with|from|now|today|"
                 r"these\s+days|again|due|allowed|ok|okay|going|doing|coming|taking|said|say|says|allergic|have|eat|"
-                r"drink|weigh|sleep|prefer|hate|love|think|thinks|[a-z]+ing)\b)")
+                r"drink|weigh|sleep|prefer|hate|love|think|thinks|old|ready|big|tall|[a-z]+ing)\b)")
 #: Words after which a name is what a question asks about ("does Sam see", "is Milo due", "when's Jake's").
 _AFTER_NAME_ASKED = _after("is", "was", "does", "did", "has", "had", "do", "will", "can", "should", "of", "for", "with",
                            "about", "what's", "whats", "when's", "whens", "where's", "wheres", "how's", "hows",
@@ -286,7 +294,7 @@ _OWNED = _alt(
     "vaccinations", "weight", "size", "grade", "office hours", "phone", "number", "email", "job", "wife",
     "husband", "mom", "dad", "cat", "dog", "party", "flight", "game", "practice", "class", "lesson", "lessons",
     "wedding", "surgery", "wrist", "knee", "back", "new", "favorite", "favourite", "kids", "partner", "room",
-    "diet", "food", "bedtime", "nap", "daycare", "coach", "team", "boss", "manager", "plan", "plans",
+    "diet", "food", "bedtime", "nap", "daycare", "coach", "team", "boss", "manager", "plan", "plans", "breed",
 )
 _KNOWLEDGE_Q = (
     rf"{_LEAD}(?:{_WH}\b(?!\s+about\b)(?!\s+(?:are|r|have)\s+(?:you|u|ya)\b)(?!(?:'s|\s+is)\s+(?:it\s+going|life|your)\b)"
@@ -489,7 +497,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("personal", r"\bmy\b", 0.3),
     # questions about the user's own setup or life: "which database do we use?", "what did my sister plan?"
     _p("personal", r"(?<!\bhow\s)(?<!\bwhy\s)\b(?:do|did|does|are|were|was|have|had)\s+(?:we|my|our)\b|\bdid\s+i\b|"
-                   r"\bour\b|\bwe\s+(?:use|used|chose|picked|decided|agreed|settled|went|set|run|deploy|"
+                   r"\bour\b|(?<!^)\bwe\s+(?:use|used|chose|picked|decided|agreed|settled|went|set|run|deploy|"
                    r"called|named)\b", 0.5),
     _p("personal", rf"{_AFTER_FOR_ME}(?:me|myself|us|my)\b|\bmyself\b|"
                    r"\bmine\b", 0.35),
@@ -573,6 +581,10 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p(CORRECTION, r"^\W*(?:(?:no|nope|nah|oops|sorry)\W+)?wrong\s+[\w-]+\W+(?:it's|it\s+is|its|i\s+meant|i\s+mean|"
                    r"should\s+be|the\s+right|use)\b", 0.9, name="correction.wrong_x_its"),
     _p(CORRECTION, r"(?:(?<=,\s)|(?<=,))i\s+mean\s+(?:the|my|our|it's)\b", 0.9, name="correction.comma_i_mean"),
+    _p(CORRECTION, r"^\W*not\s+[\w'-]+\s*,\s*[\w'-]+\W*$|^\W*no\W+[\w-]+\s+is\s+(?:my|our|the)\b", 0.9,
+       name="correction.not_x_y"),
+    _p(CORRECTION, r"\bi\s+(?:didn't|did\s+not|never)\s+(?:say|mean|ask|write)\b[^.!?]*,\s*i\s+(?:said|meant|asked|wrote)\b",
+       0.9, name="correction.i_didnt_say_x"),
     _p(CORRECTION, r"(?:(?<=,\s)|(?<=,))not\s+(?:the\s+|my\s+|a\s+|an\s+|on\s+|in\s+)?[\w'-]+(?:\s+[\w'-]+)?\W*$|"
                    r"\bnot\s+the\s+\d+(?:st|nd|rd|th)?\W*$|"
                    r"\byou(?:'ve)?\s+got\s+(?:the|my|our)\s+[\w-]+\s+wrong\b|\bi\s+never\s+(?:said|told|asked)\b|"
@@ -612,7 +624,9 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                     r"should\s+(?:i|my|we|our)\s+\w+|weigh|calories|stretches|exercises|gift|places|normal|supported|"
                     r"implications|too\s+(?:high|low|much|little|aggressive|long|short|big|small|old|hot|cold)|"
                     r"fit\s+(?:through|in|into)|on\s+(?:the|a)\s+(?:flight|plane)|recipe|ok|okay|"
-                    r"good\s+price|worth\s+it|interact|interactions?|can\s+i\s+(?:eat|take|drink|mix|bring|give|use))\b", 0.5,
+                    r"good\s+price|worth\s+it|interact|interactions?|can\s+i\s+(?:eat|take|drink|mix|bring|give|use)|"
+                    r"law|laws|fair|help\s+with|security|vulnerable|vulnerability|vulnerabilities|good\s+fit|fit\s+for|still\s+work|"
+                    r"work\s+(?:in|with|on)|substitute|weather|prone\s+to|old\s+enough)\b", 0.5,
        TARGET_CORPUS, name="knowledge.judgement"),
     # "X vs Y, what's the difference": the things compared are in the message itself
     _p("knowledge", r"\b(?:vs|versus)\b", -0.5, TARGET_MEMORY, name="knowledge.versus"),
@@ -667,7 +681,15 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"weekend)\b)", 0.6, name="personal.my_habit"),
     # "what was that recipe you gave me": a question about what was said is not one for the documents
     _p("knowledge", r"\byou\s+(?:just\s+|already\s+)?(?:gave|told|showed|sent|suggested|recommended|said|mentioned|"
-                    r"wrote|listed|shared)\b", -0.5, TARGET_CORPUS, name="knowledge.what_you_said"),
+                    r"wrote|listed|shared|suggest|recommend|pick|choose|mean|use)\b", -0.5, TARGET_CORPUS,
+       name="knowledge.what_you_said"),
+    _p("knowledge", r"\b(?:explain|clarify|expand\s+on)\s+the\s+(?:first|second|third|fourth|last|previous|next|other)\s+"
+                    r"(?:step|part|point|option|one|section|paragraph|item)\b|\b(?:do|make)\s+the\s+same\b", -0.6,
+       TARGET_CORPUS, name="knowledge.explain_the_nth_step"),
+    # a pasted error ("TypeError: 'NoneType' object ... what does this mean?"): "this" is the error in the message
+    _p("knowledge", rf"\b{_ERROR_NAME}:\s|\btraceback\b|\bcore\s+dumped\b|\bsegmentation\s+fault\b", 0.5, TARGET_CORPUS,
+       name="knowledge.pasted_error"),
+    _p("knowledge", rf"\b{_ERROR_NAME}:\s", -0.5, TARGET_MEMORY, name="knowledge.pasted_error_is_no_reference"),
     # questions about the user's own systems: "ticket number for the login bug?"
     _p("personal", rf"\bthe\s+(?:[\w-]+\s+){{0,2}}{_PERSONAL_NOUN}\b[^?]*\?\W*$", 0.5,
        name="personal.fragment_the_thing"),
@@ -700,7 +722,9 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        TARGET_NONE, name="statement.news_lead"),
     _p("statement", rf"^\W*(?:{_NAME}|{_FAMILY}|mom's\s+[\w-]+|dad's\s+[\w-]+|my\s+[\w-]+'s\s+[\w-]+|"
                     r"the\s+[\w-]+(?:\s+[\w-]+)?)(?:\s+and\s+[\w-]+)?\s+(?:just\s+)?"
-                    r"(?:[a-z]+ed|had|got|lost|won|made|went|took|ate|said|started|"
+                    r"(?:[a-z]+ed|had|got|lost|won|made|went|took|ate|said|started|broke|fell|hurt|came|left|bought|sold|"
+                    r"ran|found|met|told|gave|became|began|drove|flew|wrote|chose|spent|paid|sent|turns|starts|"
+                    r"arrives|leaves|visits|comes|"
                     r"finished|passed|turned|is|has)\b(?![^?]*\?)[^?]*$", 0.45, TARGET_NONE,
        name="statement.named_person_news"),
     _p("smalltalk", r"^\W*(?:(?>{_ACK})\W+)*(?:thanks|thank\s+you|thank\s+u|thx|ty)\s+(?:so\s+much\s+)?for\s+"
