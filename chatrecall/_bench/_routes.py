@@ -58,7 +58,8 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              _REPO / "benchmarks" / "data" / "gate_messages_tune2.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune3.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune4.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune5.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune5.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune6.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
 }
 

@@ -564,7 +564,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        name="knowledge.given_my_question"),
     # what the user's thing can do: "will my laptop run it?", "can my router do WPA3?"
     _p("knowledge", r"^\W*(?:will|can|could|would|does|do|is|are)\s+(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s+"
-                    r"(?:be\s+able|fit|run|work|support|handle|do|pass|survive|last|cover|qualify|need|"
+                    r"(?:be\s+able|fit|run|work|support|handle|do|pass|survive|last|cover|qualify|need|have|eat|drink|take|"
                     r"affected|compatible)\b", 0.6, TARGET_CORPUS, name="knowledge.can_my_thing"),
     # continuing commands on the last answer: "put those in a table", "expand on point 3", "same but for 6"
     _p("continuity", r"\b(?:put|make|turn|convert|format|sort|rank|send|save|add|shorten|translate)\s+"
@@ -619,14 +619,15 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("knowledge", r"\b(?:toxic|poisonous|safe|unsafe|compatible|supports?|enough|allowed|legal|healthy|"
                     r"ok\s+for|okay\s+for|good\s+for|bad\s+for|fine\s+for|go\s+(?:well\s+)?with|"
                     r"afford|walking\s+distance|close\s+to|near|nearby|visa|security\s+updates|mean|means|affected|"
-                    r"goes\s+(?:well\s+)?with|realistic|make\s+sense|makes\s+sense|grain-free|tax|taxes|owe|pairings?|"
+                    r"goes\s+(?:well\s+)?with|realistic|make\s+sense|makes\s+sense|grain-free|tax|taxes|pairings?|"
                     r"penalty|penalties|worth|routine|grow\s+well|at\s+(?:my|his|her|their|our)\s+age|ideas|"
                     r"should\s+(?:i|my|we|our)\s+\w+|weigh|calories|stretches|exercises|gift|places|normal|supported|"
                     r"implications|too\s+(?:high|low|much|little|aggressive|long|short|big|small|old|hot|cold)|"
                     r"fit\s+(?:through|in|into)|on\s+(?:the|a)\s+(?:flight|plane)|recipe|ok|okay|"
                     r"good\s+price|worth\s+it|interact|interactions?|can\s+i\s+(?:eat|take|drink|mix|bring|give|use)|"
                     r"law|laws|fair|help\s+with|security|vulnerable|vulnerability|vulnerabilities|good\s+fit|fit\s+for|still\s+work|"
-                    r"work\s+(?:in|with|on)|substitute|weather|prone\s+to|old\s+enough)\b", 0.5,
+                    r"work\s+(?:in|with|on)|substitute|weather|prone\s+to|old\s+enough|warranty|worth\s+\w+ing|standards|"
+                    r"best\s+way|time\s+zone|what's\s+wrong|better|cheaper|safer|healthier|consistent\s+with)\b", 0.5,
        TARGET_CORPUS, name="knowledge.judgement"),
     # "X vs Y, what's the difference": the things compared are in the message itself
     _p("knowledge", r"\b(?:vs|versus)\b", -0.5, TARGET_MEMORY, name="knowledge.versus"),
@@ -679,6 +680,18 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"met|sold|spent|lost|kept)\b(?=[^.!]*\?)", 0.6, name="personal.what_i_have_done"),
     _p("personal", r"\bdo\s+(?:i|we)\b(?!\s+(?:need|have\s+to|must|want))(?=[^.!?]*\b(?:every|each)\s+(?:day|week|month|morning|evening|night|year|"
                    r"weekend)\b)", 0.6, name="personal.my_habit"),
+    # "can Milo eat grapes?": what someone in the user's life may do, asked of the documents
+    _p("knowledge", rf"{_AFTER_NAME_ASKED}{_NAME}\s+(?:eat|have|drink|take|do|go|use|wear|play)\b", 0.5, TARGET_CORPUS,
+       name="knowledge.can_they"),
+    # "my friend says octopuses have three hearts, is that true?": the claim is in the message
+    _p("knowledge", r"(?<=,\s)is\s+(?:that|this|it)\s+(?:true|right|correct|real|a\s+myth|a\s+thing)\b", 0.5,
+       TARGET_CORPUS, name="knowledge.is_that_true"),
+    _p("knowledge", r"(?<=,\s)is\s+(?:that|this|it)\s+(?:true|right|correct|real|a\s+myth|a\s+thing)\b", -0.7,
+       TARGET_MEMORY, name="knowledge.is_that_true_is_no_reference"),
+    _p("explicit", r"\bwhat\s+(?:do|did)\s+(?:you|u)\s+(?:know|remember|have)\s+(?:about|on)\s+(?:me|us)\b", 1.0,
+       name="explicit.what_do_you_know_about_me"),
+    _p("knowledge", r"\b(?:go|going|get|come|coming)\s+back\s+to\b|\bfrom\s+earlier\b", -0.5, TARGET_CORPUS,
+       name="knowledge.back_to_earlier"),
     # "what was that recipe you gave me": a question about what was said is not one for the documents
     _p("knowledge", r"\byou\s+(?:just\s+|already\s+)?(?:gave|told|showed|sent|suggested|recommended|said|mentioned|"
                     r"wrote|listed|shared|suggest|recommend|pick|choose|mean|use)\b", -0.5, TARGET_CORPUS,
@@ -729,6 +742,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        name="statement.named_person_news"),
     _p("smalltalk", r"^\W*(?:(?>{_ACK})\W+)*(?:thanks|thank\s+you|thank\s+u|thx|ty)\s+(?:so\s+much\s+)?for\s+"
                     r"[^?.!]{1,40}[.!\s]*$".replace("{_ACK}", _SHORT_ACK), 2.0, TARGET_NONE, name="smalltalk.thanks_for"),
+    _p("smalltalk", r"^\W*(?:are|r)\s+(?:you|u)\s+(?:a\s+|an\s+)?(?:robot|bot|human|real|ai|alive|sentient|person)\b"
+                    r"[^?]{0,20}\??\W*(?:lol|haha|lmao)?\W*$", 2.0, TARGET_NONE, name="smalltalk.are_you_a_bot"),
     _p("smalltalk", r"^\W*(?:(?>{_ACK})\W+)*(?:how\s+(?:cool|awesome|great|funny|crazy|nice|weird|sad|wild|cute)\s+is\s+"
                     r"that|who\s+knew|isn't\s+that\s+(?:something|great|cool|funny|nice|wild|sweet)|"
                     r"(?:that|it)\s+makes\s+(?:sense|total\s+sense|more\s+sense)(?:\s+now)?|"
