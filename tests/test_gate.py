@@ -460,3 +460,16 @@ def test_decide_is_thread_safe() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         got = list(pool.map(g.decide, messages))
     assert got == expected
+
+
+def test_warm_compiles_every_regex_once_and_changes_no_decision() -> None:
+    messages = ["Remember that cheese project?", "thanks!", "what grade is Ava in", "tipping etiquette in japan",
+                "no, I meant the earlier thing", "gate code for mom's building", "How do I roll back a deploy?"]
+    cold = Gate()
+    before = [cold.decide(m) for m in messages]  # compiles the regexes these words need, lazily
+    fresh = Gate()
+    assert fresh.warm() > 0
+    assert fresh.warm() == 0  # everything already compiled
+    assert [fresh.decide(m) for m in messages] == before
+    n_fresh = Gate().warm()
+    assert 0 < cold.warm() < n_fresh  # the cold gate had compiled some already, on first use

@@ -162,9 +162,15 @@ class _LazyRegex:
         self.match: Callable[..., re.Match[str] | None] = self._compile_then_match
 
     def _compile_then_match(self, string: str, pos: int = 0) -> re.Match[str] | None:
-        match = re.compile(self._source).match  # two threads may both compile: same result, harmless
-        self.match = match
-        return match(string, pos)
+        self.compile()
+        return self.match(string, pos)
+
+    def compile(self) -> int:
+        """Compile now if not yet done; 1 if this call compiled, else 0."""
+        if self.match != self._compile_then_match:
+            return 0
+        self.match = re.compile(self._source).match  # two threads may both compile: same result, harmless
+        return 1
 
 
 class Gate:
@@ -184,8 +190,8 @@ class Gate:
         ('memory', True)
     """
 
-    __slots__ = ("_always", "_config", "_fallback", "_first", "_pats", "_reasons", "_words", "_mt", "_ct", "_slope",
-                 "_bm")
+    __slots__ = ("_always", "_config", "_fallback", "_first", "_lazy", "_pats", "_reasons", "_words", "_mt", "_ct",
+                 "_slope", "_bm")
 
     def __init__(self, config: GateConfig | None = None) -> None:
         if config is None:
@@ -260,6 +266,23 @@ class Gate:
         self._ct = float(config.corpus_threshold)
         self._slope = float(config.confidence_slope)
         self._bm = float(config.both_margin)
+        self._lazy = tuple(shared.values())
+
+    def warm(self) -> int:
+        """Compile every merged regex now instead of on first use (about 0.6 s on a 2-core VM).
+
+        A new gate compiles the regex of a word the first time a message needs
+        it, which adds up to a few tens of milliseconds to the first messages a
+        process routes. A server that wants even first-message latency calls
+        this once at start-up.
+
+        Returns:
+            How many regexes were compiled by this call.
+        """
+        compiled = 0
+        for rx in self._lazy:
+            compiled += rx.compile()
+        return compiled
 
     @property
     def config(self) -> GateConfig:
