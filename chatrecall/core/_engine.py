@@ -979,7 +979,8 @@ class ChatRecall(_AsyncMixin):
         if forced is not None:
             return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False)
         continues = any(r.weight > 0 and r.category in _CONTINUING for r in gate.reasons)
-        if gate.correction or (pending and continues):
+        corrected = gate.correction or (pending and continues)
+        if corrected:
             if not route.wants_memory:
                 route = Route.BOTH if route is Route.CORPUS else Route.MEMORY
             run.notes.append("correction: memory pass forced" + (" (follow-up turn)" if not gate.correction else ""))
@@ -992,7 +993,6 @@ class ChatRecall(_AsyncMixin):
             if hits:
                 route = Route.BOTH
                 run.notes.append(f"query names {hits[0]!r} from memory: searching memory too")
-        corrected = gate.correction or (pending and continues)
         return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected)
 
     def _memory_phase(self, run: _Run, plan: _Plan, gate: GateDecision) -> None:

@@ -46,6 +46,13 @@ def _p(category: str, regex: str, weight: float, target: str = TARGET_MEMORY, na
     return GatePattern(category=category, regex=regex, weight=weight, target=target, name=name, fallback=fallback)
 
 
+def _for_the_documents(regex: str, corpus: float, not_memory: float, name: str) -> tuple[GatePattern, GatePattern]:
+    """One regex read two ways: toward the corpus, and away from memory ("why does my sourdough ..." names the
+    user's thing, yet asks for general knowledge). Names: ``name`` and ``name`` + ``_is_generic``."""
+    return (_p("knowledge", regex, corpus, TARGET_CORPUS, name=name),
+            _p("knowledge", regex, -not_memory, TARGET_MEMORY, name=f"{name}_is_generic"))
+
+
 def _words(filename: str) -> tuple[str, ...]:
     """A word list from ``chatrecall/data`` (one entry per line, ``#`` comments)."""
     text = resources.files("chatrecall").joinpath(f"data/{filename}").read_text(encoding="utf-8")
@@ -646,10 +653,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        TARGET_CORPUS,
        name="knowledge.a_or_b_for"),
     # a how-to or why question about the user's own thing is still general ("why does my sourdough come out dense")
-    _p("knowledge", r"^\W*(?:why|how\s+come)\s+(?:does|do|is|are|did|would|won't|doesn't|isn't)\s+(?:my|our)\b", 0.5,
-       TARGET_CORPUS, name="knowledge.why_my"),
-    _p("knowledge", r"^\W*(?:why|how\s+come)\s+(?:does|do|is|are|did|would|won't|doesn't|isn't)\s+(?:my|our)\b", -0.3,
-       TARGET_MEMORY, name="knowledge.why_my_is_generic"),
+    *_for_the_documents(r"^\W*(?:why|how\s+come)\s+(?:does|do|is|are|did|would|won't|doesn't|isn't)\s+(?:my|our)\b",
+                        0.5, 0.3, "knowledge.why_my"),
 
     # "is that safe?", "can you explain that part again": a follow-up on the last answer, not a new question
     _p("knowledge", rf"^\W*{_LEAD}(?:is|was|are|does|did|do|would|will|can|could|should|isn't|wasn't|doesn't)\s+"
@@ -684,10 +689,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("knowledge", rf"{_AFTER_NAME_ASKED}{_NAME}\s+(?:eat|have|drink|take|do|go|use|wear|play)\b", 0.5, TARGET_CORPUS,
        name="knowledge.can_they"),
     # "my friend says octopuses have three hearts, is that true?": the claim is in the message
-    _p("knowledge", r"(?<=,\s)is\s+(?:that|this|it)\s+(?:true|right|correct|real|a\s+myth|a\s+thing)\b", 0.5,
-       TARGET_CORPUS, name="knowledge.is_that_true"),
-    _p("knowledge", r"(?<=,\s)is\s+(?:that|this|it)\s+(?:true|right|correct|real|a\s+myth|a\s+thing)\b", -0.7,
-       TARGET_MEMORY, name="knowledge.is_that_true_is_no_reference"),
+    *_for_the_documents(r"(?<=,\s)is\s+(?:that|this|it)\s+(?:true|right|correct|real|a\s+myth|a\s+thing)\b",
+                        0.5, 0.7, "knowledge.is_that_true"),
     _p("explicit", r"\bwhat\s+(?:do|did)\s+(?:you|u)\s+(?:know|remember|have)\s+(?:about|on)\s+(?:me|us)\b", 1.0,
        name="explicit.what_do_you_know_about_me"),
     _p("knowledge", r"\b(?:go|going|get|come|coming)\s+back\s+to\b|\bfrom\s+earlier\b", -0.5, TARGET_CORPUS,
