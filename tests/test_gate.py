@@ -328,7 +328,7 @@ def test_extra_patterns_and_category_weights() -> None:
     assert Gate().decide("Sprint review notes, please!").route is Route.NONE
     assert Gate(GateConfig(extra_patterns=(extra,))).decide("Sprint review notes, please!").route is Route.MEMORY
     no_personal = Gate(GateConfig(category_weights={"personal": 0.0}))
-    d = no_personal.decide("recommend me a laptop")
+    d = no_personal.decide("help me out please")
     assert d.route is Route.NONE
     assert not any(r.category == "personal" for r in d.reasons)
     doubled = Gate(GateConfig(category_weights={"personal": 2.0, "statement": 0.0})).decide("my day was fine")

@@ -59,7 +59,9 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              _REPO / "benchmarks" / "data" / "gate_messages_tune3.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune4.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune5.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune6.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune6.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune7.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune8.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
 }
 
