@@ -411,7 +411,8 @@ def _brute_force(config: GateConfig, message: str) -> Counter[str]:
             if p.fallback is not fallback:
                 continue
             flags = re.IGNORECASE if any(c.isupper() for c in re.sub(r"\\.", "", p.regex)) else 0
-            if re.search(p.regex, low, flags):
+            m = re.search(p.regex, low, flags)
+            if m and not (p.unless_before and re.search(p.unless_before, low[:m.start()], re.IGNORECASE)):
                 fired[p.regex] += 1
     return fired
 
@@ -473,3 +474,21 @@ def test_warm_compiles_every_regex_once_and_changes_no_decision() -> None:
     assert [fresh.decide(m) for m in messages] == before
     n_fresh = Gate().warm()
     assert 0 < cold.warm() < n_fresh  # the cold gate had compiled some already, on first use
+
+
+def test_unless_before_drops_a_pronoun_resolved_in_the_message() -> None:
+    it = GatePattern(category="continuity", regex=r"\bit\b", weight=1.0, target="memory",
+                     unless_before=r"\ba\s+steak\b")
+    gate = Gate(GateConfig(patterns=(it,)))
+    assert gate.decide("how long should I rest a steak after grilling it").route is Route.NONE
+    assert gate.decide("how long should I rest it").route is Route.MEMORY
+    # the default gate: an antecedent in the message, or none
+    assert Gate().decide("how often should rabbits get their nails trimmed").route is Route.CORPUS
+    assert Gate().decide("how are they doing?").route is not Route.CORPUS
+    assert Gate().decide("can you fix it").route is Route.MEMORY
+
+
+@pytest.mark.parametrize("bad", [3, "(unclosed"])
+def test_unless_before_is_validated(bad: object) -> None:
+    with pytest.raises(ConfigError, match="unless_before"):
+        GatePattern(category="x", regex=r"\bx\b", weight=1.0, target="memory", unless_before=bad)  # type: ignore[arg-type]

@@ -191,7 +191,7 @@ class Gate:
     """
 
     __slots__ = ("_always", "_config", "_fallback", "_first", "_lazy", "_pats", "_reasons", "_words", "_mt", "_ct",
-                 "_slope", "_bm")
+                 "_slope", "_bm", "_unless")
 
     def __init__(self, config: GateConfig | None = None) -> None:
         if config is None:
@@ -206,6 +206,7 @@ class Gate:
         first: dict[str, list[int]] = {}
         search: dict[str, list[int]] = {"": []}
         fallback: list[int] = []
+        unless: dict[int, re.Pattern[str]] = {}
         for pat in config.patterns + config.extra_patterns:
             w = float(pat.weight) * float(cw.get(pat.category, 1.0))
             if w == 0.0:
@@ -215,6 +216,8 @@ class Gate:
             rx = re.compile(pat.regex, flags)
             pats.append((rx, pat.category, pat.regex, w, _TARGET_CODE[pat.target], pat.category == CORRECTION,
                          pat.name))
+            if pat.unless_before:
+                unless[i] = re.compile(pat.unless_before, re.IGNORECASE)
             # Merging wraps the regex in a group: own groups (backrefs) or
             # global inline flags would break, so such patterns run alone.
             mergeable = rx.groups == 0 and (re.compile(pat.regex).flags & ~re.UNICODE) == 0
@@ -261,6 +264,7 @@ class Gate:
         self._first = {k: merged(v) for k, v in first.items()}
         self._always = frozenset(search[""])
         self._fallback = tuple(fallback)
+        self._unless = unless
         self._reasons: dict[tuple[int, str], GateReason] = {}
         self._mt = float(config.memory_threshold)
         self._ct = float(config.corpus_threshold)
@@ -344,6 +348,8 @@ class Gate:
                 m = pats[i][0].search(low)
                 if m is not None:
                     spans[i] = m.span()
+        if self._unless and spans:
+            spans = self._drop_resolved(low, spans)
         if not spans:  # nothing recognised the message: its last reading, by the fallback patterns
             for i in self._fallback:
                 m = pats[i][0].search(low)
@@ -373,6 +379,14 @@ class Gate:
                 reason = reasons[(i, text)] = GateReason(category, regex, w, text, name)
             fired.append((start, i, reason))
         return self._verdict(mem, corp, none, correction, fired)
+
+    def _drop_resolved(self, low: str, spans: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+        """Drop matches whose ``unless_before`` regex is found earlier in the message."""
+        unless = self._unless
+        drop = [i for i, (start, _) in spans.items() if i in unless and unless[i].search(low, 0, start) is not None]
+        for i in drop:
+            del spans[i]
+        return spans
 
     def _verdict(self, mem: float, corp: float, none: float, correction: bool,
                  fired: list[tuple[int, int, GateReason]]) -> GateDecision:

@@ -47,6 +47,10 @@ class GatePattern:
             etiquette in japan", a fragment such as "gate code for mom's
             building"). Fallbacks are searched, not indexed, which is cheap
             because they run only on the messages nothing else matched.
+        unless_before: A regex; the match does not count when this regex is
+            found earlier in the message. A pronoun whose antecedent is in
+            the same message ("how long should you rest a steak after
+            grilling it") refers to nothing earlier in the conversation.
     """
 
     category: str
@@ -55,6 +59,7 @@ class GatePattern:
     target: str
     name: str = ""
     fallback: bool = False
+    unless_before: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.category, str) or not self.category.strip():
@@ -72,6 +77,13 @@ class GatePattern:
             raise ConfigError(f"GatePattern.weight={self.weight!r} is invalid: must be a finite number")
         if not isinstance(self.fallback, bool):
             raise ConfigError(f"GatePattern.fallback={self.fallback!r} is invalid: must be True or False")
+        if not isinstance(self.unless_before, str):
+            raise ConfigError(f"GatePattern.unless_before={self.unless_before!r} is invalid: must be a str (a regex)")
+        if self.unless_before:
+            try:
+                re.compile(self.unless_before, re.IGNORECASE)
+            except re.error as exc:
+                raise ConfigError(f"GatePattern.unless_before={self.unless_before!r} is invalid: {exc}") from exc
         if not isinstance(self.name, str):
             raise ConfigError(f"GatePattern.name={self.name!r} is invalid: must be a str")
         if not self.name:

@@ -42,8 +42,9 @@ def _after(*words: str) -> str:
 
 
 def _p(category: str, regex: str, weight: float, target: str = TARGET_MEMORY, name: str = "",
-       fallback: bool = False) -> GatePattern:
-    return GatePattern(category=category, regex=regex, weight=weight, target=target, name=name, fallback=fallback)
+       fallback: bool = False, unless_before: str = "") -> GatePattern:
+    return GatePattern(category=category, regex=regex, weight=weight, target=target, name=name, fallback=fallback,
+                       unless_before=unless_before)
 
 
 def _for_the_documents(regex: str, corpus: float, not_memory: float, name: str) -> tuple[GatePattern, GatePattern]:
@@ -115,6 +116,7 @@ _ACK = _alt(
     "you're welcome", "welcome", "no problem", "np", "no worries", "you rock", "you're the best",
     "you are the best", "sorry", "my bad", "never mind", "nevermind", "nvm", "whatever", "brb", "afk",
     "i'm back", "im back", "back", "gotta run", "gotta go", "gtg", "g2g", "knock knock", "talk soon", "cya",
+    "no way", "whew", "phew", "grazie", "grazie mille", "merci", "gracias", "danke", "ngl", "fair",
     "catch you later", "hello again", "hi again", "just saying hi", "just checking in",
     "so", "well", "really", "very", "much", "again", "then", "now", "for now", "for the help",
     "for your help", "for that", "a lot", "so much", "very much", "man", "buddy",
@@ -238,12 +240,21 @@ _IT_NOT_ANAPHORIC = (
     rf"(?!\s+{_DUMMY_ADJ}\s+(?:for\s+[\w\s-]{{1,30}}?\s+)?to\b)"
     r"(?!\s*(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?to\b)"
     r"(?!\s+(?:takes?|took|costs?|means?|worth)\s+(?:\w+\s+)?to\b)"
-    r"(?!\s+true\s+that\b)(?!'s\s+(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|humid)\b)"
+    r"(?!\s+(?:really\s+|actually\s+)?true\s+(?:that\b|[a-z]))(?!'s\s+(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|humid)\b)"
     r"(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
     r"(?<!\band why is it)(?<!\band why was it)(?<!\band why does it)(?<!\band where is it)"
     r"(?<!\band how is it)(?<!\band how does it)(?<!\band what is it)(?<!\band where does it)"
     r"(?<!\band who does it)(?<!\band what does it)(?<!\band when does it)(?<!\band who is it)"
 )
+
+# Antecedents in the same message, for the pronoun patterns' ``unless_before``: a noun phrase with a
+# determiner ("a steak ... grilling it"), a plural noun ("rabbits ... their nails"), a person ("my mom ... she").
+_SINGULAR_NP = r"\b(?:a|an|some|any|raw|fresh|my|our)\s+(?:[\w-]+\s+){0,2}[a-z][\w-]{2,}\b"
+_PLURAL_NOUN = (r"\b(?:people|children|kids|men|women|folks|teeth|feet|mice|geese|adults|parents|babies)\b|"
+                r"\b(?!(?:does|this|always|sometimes|perhaps|unless|across|whereas|thanks|yours|ours|theirs|hers|"
+                r"its|his|was|has|is|us|yes|plus|thus|towards|afterwards|besides|nowadays|series|news|means|lots|"
+                r"less|guess|process|business|status|focus|bus|gas|class|glass)\b)"
+                r"(?<!\bthe\s)(?<!\bmy\s)(?<!\bour\s)(?<!\byour\s)[a-z]{2,}[^\Ws']s\b")
 
 # Lookbehind prefixes used below (f-strings in 3.11 cannot hold these calls).
 _AFTER_DID_YOU = _after("did", "didn't", "have", "haven't")
@@ -284,14 +295,18 @@ _NOT_ADVICE = (r"(?![^?.!]*\b(?:way|ways|tips|tricks|ideas|should|could|can|woul
                r"to\s+(?:make|get|improve|keep|clean|fix|help|stop|prevent|reduce|increase|remember|learn|boost|"
                r"train|teach|tell|know\s+if))\b)")
 _FAMILY = (r"(?:mom|mum|dad|mommy|daddy|grandma|grandpa|granny|nana|wife|husband|hubby|fiance|fiancee|boyfriend|"
-           r"girlfriend|sis|bro|the\s+kids|the\s+baby|aunt|auntie|uncle|cousin|niece|nephew|grandson|granddaughter|"
+           r"girlfriend|sis|bro|the\s+kids|the\s+baby|the\s+dog|the\s+cat|the\s+puppy|the\s+kitten|the\s+dogs|the\s+cats|aunt|auntie|uncle|cousin|niece|nephew|grandson|granddaughter|"
            r"grandkids|stepson|stepdaughter|(?:sister|brother|mother|father|son|daughter)-in-law|in-laws)")
 _TIME_DEIXIS = (r"(?:tomorrow|tonight|today|this\s+(?:weekend|week|semester|term|month|morning|afternoon|evening|"
                 r"year)|next\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-                r"on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|so\s+far|anymore)")
+                r"(?:on|for)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|so\s+far|anymore)")
 
 #: Given names and pet names (word list); a question naming one alone is about the user's own people.
 _NAME = _alt(*_words("given_names.txt"))
+#: Someone a "he" / "she" later in the same message can refer to ("my mom had a good day, she ...").
+_PERSON_NP = (r"\b(?:a|an|my|our)\s+(?:[\w-]+\s+)?(?:friend|guy|girl|woman|man|"
+              r"lady|person|doctor|teacher|boss|coworker|colleague|neighbor|neighbour|client|customer|kid|son|daughter|"
+              r"brother|sister|partner|vet|dentist|nurse|coach|baby|patient|student)\b|\bsome(?:one|body)\b")
 #: What may follow a name in such a question ("does Sam see", "Ava's", "is Milo due"), so that a full
 #: name ("Taylor Swift") or a title ("Harry Potter") is not read as someone the user knows.
 _NAME_FOLLOW = (r"(?:'s\b|'\s|\s*[?.!,]|\s*$|\s+(?:is|was|has|had|does|did|do|get|gets|got|go|goes|like|likes|want|"
@@ -335,7 +350,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        r"and you|what about you|you good)"
        r"(?:\W+(?:doing|today|tonight|going|buddy|friend|mate|man|there|my friend|these days|lately))*\W*$",
        1.0, TARGET_NONE),
-    _p("smalltalk", r"^\W*(?:yay|yes|woo|wooo|nice|great|awesome|perfect|phew|finally|omg)\W+(?:it|that)\s+"
+    _p("smalltalk", r"^\W*(?:yay|yes|woo|wooo|nice|great|awesome|perfect|phew|finally|omg|ty|thx|thanks|thank\s+you|"
+                    r"ty\s+so\s+much|thanks\s+so\s+much)\W+(?:it|that)\s+"
                     r"(?:worked|works|fixed\s+it|did\s+the\s+trick)\b[^?]*$|"
                     r"^\W*(?:it|that)\s+(?:worked|works|fixed\s+it|did\s+the\s+trick)\b[^?]*$", 1.0, TARGET_NONE,
        name="smalltalk.it_worked"),
@@ -375,7 +391,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        1.0),
     _p("explicit", rf"\byou(?:'ve|\s+have|\s+had)?\s+(?:(?:already|just|previously|once|also)\s+)?{_REF_VERB}\b",
        1.0),
-    _p("explicit", rf"{_AFTER_DID_YOU}you\s+(?:say|mention|tell me|suggest|recommend|"
+    _p("explicit", rf"{_AFTER_DID_YOU}you\s+(?:say|mention|tell me|suggest|recommend|mean|change|pick|choose|"
                    r"explain|show me|promise|write|give me|list|say that)\b|"
                    r"\byou\s+(?:didn't|did not|never|haven't|have not)\s+(?:mention|say|tell|include|list|"
                    r"answer|suggest|recommend|explain|give)\b|\byou(?:'re|\s+are|\s+were)\s+saying\b", 1.0),
@@ -472,10 +488,14 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                      r"\bthe\s+one\b(?!\s+(?:of|another|and only|hand|day|time|thing)\b)", 0.6),
     _p("continuity", r"\b(?:which|any|some|all|each|both|one|none|either|neither|most|many)\s+of\s+"
                      r"(?:these|those|them|the\s+two|the\s+three|the\s+above)\b", 0.6),
-    _p("continuity", rf"(?<=\w\s)it\b{_IT_NOT_ANAPHORIC}", 0.6),
-    _p("continuity", r"\b(?:its|itself)\b", 0.6),
-    _p("continuity", r"\b(?:they|them|their|theirs|themselves)\b", 0.5),
-    _p("continuity", r"\b(?:he|him|his|she|her|hers|herself|himself)\b", 0.5),
+    # a pronoun refers back to the conversation only when the message names no antecedent before it
+    _p("continuity", rf"(?<=\w\s)(?<!\bfor\s)(?<!\bto\s)(?<!\bwith\s)(?<!\babout\s)(?<!\bon\s)(?<!\bof\s)(?<!\bin\s)"
+                     rf"it\b{_IT_NOT_ANAPHORIC}", 0.6, unless_before=_SINGULAR_NP),
+    _p("continuity", rf"(?:(?<=\bfor\s)|(?<=\bto\s)|(?<=\bwith\s)|(?<=\babout\s)|(?<=\bon\s)|(?<=\bof\s)|(?<=\bin\s))"
+                     rf"it\b{_IT_NOT_ANAPHORIC}", 0.6, name="continuity.prep_it"),
+    _p("continuity", r"\b(?:its|itself)\b", 0.6, unless_before=_SINGULAR_NP),
+    _p("continuity", r"\b(?:they|them|their|theirs|themselves)\b", 0.5, unless_before=_PLURAL_NOUN),
+    _p("continuity", r"\b(?:he|him|his|she|her|hers|herself|himself)\b", 0.5, unless_before=_PERSON_NP),
     _p("continuity", r"\b(?:what|how)\s+about\b(?!\s+(?:you|yourself)\b)", 0.6),
     _p("continuity", r"^\W*(?:and|but|also|or)\s+(?:what|how|the|for|if|in|what's|why|is|are|can|does|do)\b",
        0.6),
@@ -702,7 +722,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("personal", r"\bdo\s+(?:i|we)\b(?!\s+(?:need|have\s+to|must|want))(?=[^.!?]*\b(?:every|each)\s+(?:day|week|month|morning|evening|night|year|"
                    r"weekend)\b)", 0.6, name="personal.my_habit"),
     # "can Milo eat grapes?": what someone in the user's life may do, asked of the documents
-    _p("knowledge", rf"{_AFTER_NAME_ASKED}{_NAME}\s+(?:eat|have|drink|take|do|go|use|wear|play)\b", 0.5, TARGET_CORPUS,
+    _p("knowledge", rf"{_after('can', 'could', 'should', 'may')}{_NAME}\s+(?:eat|have|drink|take|do|go|use|wear|play)\b", 0.5,
+       TARGET_CORPUS,
        name="knowledge.can_they"),
     # "my friend says octopuses have three hearts, is that true?": the claim is in the message
     *_for_the_documents(r"(?<=,\s)is\s+(?:that|this|it)\s+(?:true|right|correct|real|a\s+myth|a\s+thing)\b",
@@ -730,7 +751,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("continuity", r"^\W*(?:(?:ok|okay|now|great|thanks|cool|hmm)\W+)?(?:(?:can|could|would)\s+(?:you|u)\s+)?"
                      r"(?:please\s+)?(?:rewrite|redo|rephrase|reword|shorten|simplify|condense|tweak|revise|polish|"
                      r"tighten|trim|expand|proofread)\b", 0.6, name="continuity.edit_last_answer"),
-    _p("continuity", r"^\W*(?:(?:much|a\s+bit|a\s+little|way|even|slightly)\s+)?(?:shorter|longer|simpler|"
+    _p("continuity", r"^\W*(?:(?:hmm|ok|okay|now|maybe)\W+)?(?:(?:much|a\s+bit|a\s+little|way|even|slightly)\s+)?"
+                     r"(?:shorter|longer|simpler|"
                      r"friendlier|funnier|punchier|more\s+(?:formal|casual|concise|detailed)|less\s+(?:formal|"
                      r"wordy|technical))\b[^?]{0,25}$", 0.6, name="continuity.shorter_please"),
     _p("continuity", r"\b(?:from|in|of)\s+(?:the|your|my)\s+[\w-]+(?:\s+[\w-]+)?\s+above\b|\babove\W*$|"
@@ -836,6 +858,20 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("knowledge", r"^\W*(?:(?:can|could|would)\s+(?:you|u)\s+)?(?:please\s+)?(?:suggest|recommend|draft|write|create|"
                     r"design|come\s+up\s+with|put\s+together)\s+(?:me\s+)?(?:a|an|some)\b", 0.9, TARGET_CORPUS,
        name="knowledge.make_me_a"),
+    # "lol no, try again with a funnier opening": redo the last output
+    _p("continuity", r"^\W*(?:(?:lol|ok|okay|hmm|no|nah|nope|meh)\W+){0,2}(?:try|do\s+it|give\s+it\s+a\s+go)\s+again\b", 0.7,
+       name="continuity.try_again"),
+    # "how many people are coming", "who's joining": the user's own plans
+    _p("personal", r"\b(?:is|are)\s+(?:coming|joining|attending|invited|signed\s+up)\b(?![^?]*\b(?:usually|generally)\b)", 0.6,
+       name="personal.who_is_coming"),
+    # "why'd you change the variable names": about what the assistant did
+    _p("explicit", r"\bwhy(?:'d|\s+did|\s+would)\s+(?:you|u)\b", 0.9, name="explicit.why_did_you"),
+    # "i've always wondered why the ocean is salty", "i wonder how ...": curiosity, asked of the documents
+    _p("knowledge", r"\b(?:i've|i\s+have|i|always|i'm|i\s+am|im)\s+(?:always\s+|often\s+|just\s+)?(?:wondered|wonder|wondering|"
+                    r"been\s+curious|curious)\s+(?:about\s+)?(?:why|how|what|when|where|if|whether|who)\b", 0.9, TARGET_CORPUS,
+       name="knowledge.i_wonder"),
+    _p("knowledge", r"\b(?:always|just|i've\s+always|i\s+always)\s+wondered\W*$", 0.6, TARGET_CORPUS,
+       name="knowledge.always_wondered"),
 
     # --- fallbacks: tried only when nothing above recognised the message
     # a fragment naming a specific thing: "gate code for mom's building", "mileage on the outback", "wifi pw?"
