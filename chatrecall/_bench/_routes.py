@@ -63,7 +63,9 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              _REPO / "benchmarks" / "data" / "gate_messages_tune7.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune8.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune9.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune10.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune10.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune11.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune12.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
 }
 

@@ -117,6 +117,8 @@ _ACK = _alt(
     "you are the best", "sorry", "my bad", "never mind", "nevermind", "nvm", "whatever", "brb", "afk",
     "i'm back", "im back", "back", "gotta run", "gotta go", "gtg", "g2g", "knock knock", "talk soon", "cya",
     "no way", "whew", "phew", "grazie", "grazie mille", "merci", "gracias", "danke", "ngl", "fair",
+    "bro", "amigo", "yaar", "fam", "shukriya", "dhanyavad", "hola", "que tal", "accha", "theek hai", "ur funny",
+    "you're funny", "ur the best", "see u", "tmrw", "um", "uh", "umm",
     "catch you later", "hello again", "hi again", "just saying hi", "just checking in",
     "so", "well", "really", "very", "much", "again", "then", "now", "for now", "for the help",
     "for your help", "for that", "a lot", "so much", "very much", "man", "buddy",
@@ -224,7 +226,7 @@ _AUX = _alt(
     "won't", "wouldn't", "shouldn't", "couldn't",
 )
 _LEAD = (r"(?:(?:ok|okay|so|and|but|hmm|well|now|then|also|oh|ah|wow|great|cool|thanks|interesting|nice|"
-         r"alright|yes|no|sure)\W+){0,3}")
+         r"alright|yes|no|sure|um|umm|uh|hey)\W+){0,3}")
 
 _SUPERLATIVE = _alt(
     "best", "worst", "largest", "biggest", "smallest", "highest", "lowest", "oldest", "newest", "cheapest",
@@ -310,6 +312,7 @@ _PERSON_NP = (r"\b(?:a|an|my|our)\s+(?:[\w-]+\s+)?(?:friend|guy|girl|woman|man|"
 #: What may follow a name in such a question ("does Sam see", "Ava's", "is Milo due"), so that a full
 #: name ("Taylor Swift") or a title ("Harry Potter") is not read as someone the user knows.
 _NAME_FOLLOW = (r"(?:'s\b|'\s|\s*[?.!,]|\s*$|\s+(?:is|was|has|had|does|did|do|get|gets|got|go|goes|like|likes|want|"
+                r"back|home|out|away|feeling|sick|free|around|awake|asleep|"
                 r"wants|need|needs|wear|wears|work|works|see|sees|take|takes|eat|eats|use|uses|live|lives|start|"
                 r"starts|finish|leave|leaves|come|comes|play|plays|weigh|weighs|in|on|at|for|to|with|from|now|today|"
                 r"these\s+days|again|due|allowed|ok|okay|going|doing|coming|taking|said|say|says|allergic|have|eat|"
@@ -389,7 +392,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"established|explained|told|described|showed|wrote|shared)\b", 1.0),
     _p("explicit", r"\blike\s+(?:you|we|i)\s+(?:said|mentioned|suggested|discussed|told|agreed|asked|explained)\b",
        1.0),
-    _p("explicit", rf"\byou(?:'ve|\s+have|\s+had)?\s+(?:(?:already|just|previously|once|also)\s+)?{_REF_VERB}\b",
+    _p("explicit", rf"\b(?:you|u)(?:'ve|\s+have|\s+had)?\s+(?:(?:already|just|previously|once|also)\s+)?{_REF_VERB}\b",
        1.0),
     _p("explicit", rf"{_AFTER_DID_YOU}you\s+(?:say|mention|tell me|suggest|recommend|mean|change|pick|choose|"
                    r"explain|show me|promise|write|give me|list|say that)\b|"
@@ -400,12 +403,12 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("explicit", rf"{_AFTER_DETERMINER}(?:last|previous|earlier|prior|past|first|"
                    rf"recent|other)\s+{_CONVO}\b|\bour\s+{_CONVO}\b|\bearlier\s+in\s+(?:this|our|the)\s+{_CONVO}\b",
        1.0),
-    _p("explicit", rf"\b(?:your|my)\s+(?:last|previous|earlier|prior|first|second|third|original|"
+    _p("explicit", rf"\b(?:your|ur|my)\s+(?:last|previous|earlier|prior|first|second|third|original|"
                    rf"latest|initial)\s+{_TURN_NOUN}\b", 0.9),
-    _p("explicit", r"\bi\s+(?:(?:already|just|previously|once)\s+)?(?:told you|mentioned|said|asked you|"
+    _p("explicit", r"\bi\s+(?:(?:already|just|previously|once)\s+)?(?:told you|told u|mentioned|said|asked you|"
                    r"shared|gave you|showed you|sent you|explained|described|asked about|asked earlier)\b",
        0.9),
-    _p("explicit", r"\b(?:what|everything|all|something)\s+(?:you|i|we)\s+(?:said|told|mentioned|shared|"
+    _p("explicit", r"\b(?:what|everything|all|something)\s+(?:you|u|i|we)\s+(?:said|told|mentioned|shared|"
                    r"wrote|gave|showed|asked)\b", 0.9),
     _p("explicit", r"\b(?:go|going|get|getting|come|coming|went|circle|circling|jump|jumping)\s+back\s+to\b",
        1.0),
@@ -522,7 +525,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("continuity", rf"{_AFTER_THE}differences?\b(?!\s+(?:between|among|in|of)\b)|\bcompare\s+(?:them|the\s+two)\b|"
                      r"\bcompare\W*$", 0.5),
     _p("continuity", r"^\W*(?:why|how|what|when|where|who|which|really|how so|why not|such as|like what|"
-                     r"for example|meaning|and then|then what|says who|for what)\W*$", 0.6),
+                     r"for example|meaning|and then|then what|says who|for what|why though|why tho|but why|how come)\W*$",
+       0.6),
     # locative anaphora "what can I do there?", fused superlatives "the largest in the world"
     _p("continuity", r"\bthere\W*$|"
                      rf"{_AFTER_THERE_CONTEXT}there\b|"
@@ -670,7 +674,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                     r"requirements?|qualify|eligible|eligibility|claim|deduct|deductible|deduction|hold\s+up|"
                     r"too\s+far\s+along|too\s+(?:hard|easy|far|early|late|soon|young|expensive|risky)|hardest|"
                     r"compliance|compliant|lts|end\s+of\s+life|deprecated|still\s+supported|fairly\s+priced|"
-                    r"overpriced|priced|fits?\s+(?:the|a|an)|any\s+idea\s+(?:why|what|how)|handle)\b", 0.5,
+                    r"overpriced|priced|fits?\s+(?:the|a|an)|any\s+idea\s+(?:why|what|how)|handle|updates|best\s+for|closest\s+to|"
+                    r"closer\s+to|covers?|rated\s+for|doable|exposed\s+to)\b", 0.5,
        TARGET_CORPUS, name="knowledge.judgement"),
     # "X vs Y, what's the difference": the things compared are in the message itself
     _p("knowledge", r"\b(?:vs|versus)\b", -0.5, TARGET_MEMORY, name="knowledge.versus"),
@@ -679,7 +684,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("knowledge", r"^\W*(?:(?:common|early|main|typical|possible)\s+)?(?:signs|symptoms|causes|benefits|risks|"
                     r"side\s+effects|tips|ideas|ways|types|examples|alternatives?|substitutes?|substitution|"
                     r"difference|differences|pros\s+and\s+cons|history|definition|meaning|origin|rules|"
-                    r"boiling\s+point|melting\s+point|population|capital|distance|cost|price|recipe)\s+"
+                    r"boiling\s+point|melting\s+point|population|capital|distance|cost|price|recipe|speed|average|salary|height|"
+                    r"length|lifespan|temperature)\s+"
                     r"(?:of|for|to|in|on|between|with)\b", 0.6, TARGET_CORPUS, name="knowledge.topic_fragment"),
     _p("knowledge", r"^\W*(?:good|best|cheap|cheapest|quick|quickest|easy|easiest|healthy|simple|fast|safe|"
                     r"beginner|budget)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:for|to|in|on|with|under|that)\b", 0.6,
@@ -709,7 +715,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("continuity", r"^\W*(?:(?:ok|okay|now|and)\W+)?same\s+[\w-]+\s+(?:but|for|with|again)\b", 0.6,
        name="continuity.same_x_but"),
     # "what did the allergist say about the egg test": what someone in the user's life said
-    _p("personal", r"\bwhat\s+did\s+(?:the|my|our|his|her)\s+[\w-]+\s+(?:say|tell|recommend|suggest|prescribe|decide|"
+    _p("personal", r"\bwhat\s+did\s+(?:(?:the|my|our|his|her)\s+[\w-]+|dr\.?\s+[\w-]+)\s+(?:say|tell|recommend|suggest|prescribe|decide|"
                    r"want|think|find|diagnose|quote|charge)\b", 0.6, name="personal.what_did_they_say"),
     _p("personal", r"^\W*(?:list|show|give)\s+(?:me\s+)?(?:all\s+)?(?:my|our)\b", 0.6, name="personal.list_my"),
     _p("personal", r"\b(?:for|with|to)\s+us\W*$", 0.6, name="personal.for_us"),
@@ -737,7 +743,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                     r"wrote|listed|shared|suggest|recommend|pick|choose|mean|use)\b", -0.5, TARGET_CORPUS,
        name="knowledge.what_you_said"),
     _p("knowledge", r"\b(?:explain|clarify|expand\s+on)\s+the\s+(?:first|second|third|fourth|last|previous|next|other)\s+"
-                    r"(?:step|part|point|option|one|section|paragraph|item)\b|\b(?:do|make)\s+the\s+same\b", -0.6,
+                    r"(?:step|part|point|option|one|section|paragraph|item)\b|"
+                    r"\b(?:explain|clarify|expand\s+on)\s+(?:step|point|part|option|item)\s+\d+\b|\b(?:do|make)\s+the\s+same\b", -0.6,
        TARGET_CORPUS, name="knowledge.explain_the_nth_step"),
     # a pasted error ("TypeError: 'NoneType' object ... what does this mean?"): "this" is the error in the message
     _p("knowledge", rf"\b{_ERROR_NAME}:\s|\btraceback\b|\bcore\s+dumped\b|\bsegmentation\s+fault\b", 0.5, TARGET_CORPUS,
@@ -762,6 +769,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
 
     # --- statements and thanks that need nothing looked up
     _p("statement", r"^\W*(?:(?:ok|okay|so|and|also|oh|btw|fyi|update|heads\s+up|just|well|anyway|guess\s+what|"
+                    r"just\s+so\s+(?:you|u)\s+know|"
                     r"good\s+news|bad\s+news|quick\s+update|update\s+on\s+[\w\s-]{1,30}?)\W+){1,3}"
                     r"(?:i|we|my|our|i've|we've|i'm|we're|i'll|we'll|i'd|we'd|i\s+think\s+i'll)\b"
                     r"(?![^?]*\?)(?![^.!]*\b(?:remember|recall|remind|told\s+you|mentioned|you\s+said|"
@@ -825,8 +833,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"bought)\s+(?:me|us)\b|\bwhere\s+(?:i'm|im|i\s+am|we're|we\s+are|i\s+live|we\s+live|i\s+work|"
                    r"we\s+(?:stay|stayed|went|go))\b", 0.7, name="personal.what_they_gave_me"),
     # corrections with "not": "wait im on python 3.11 not 3.9", "i said mysql not postgres", "my bad, the invoice was $1,450"
-    _p(CORRECTION, r"^\W*(?:wait|no|nope|oops|whoops|sorry|actually|my\s+bad|correction|small\s+fix|scratch\s+that)\b"
-                   r"[^?]*\bnot\s+[\w.$,%-]+\W*$", 0.9, name="correction.lead_x_not_y"),
+    _p(CORRECTION, r"^\W*(?:wait|no|nope|nein|non|nah|oops|whoops|sorry|actually|my\s+bad|correction|small\s+fix|scratch\s+that)\b"
+                   r"[^?]*\bnot\s+(?:a\s+|an\s+|the\s+|my\s+)?[\w.$,%-]+\W*$", 0.9, name="correction.lead_x_not_y"),
     _p(CORRECTION, r"\bi\s+said\s+[\w.$-]+(?:\s+[\w.$-]+)?,?\s+not\s+[\w.$-]+", 0.9, name="correction.i_said_x_not_y"),
     _p(CORRECTION, r"^\W*(?:my\s+bad|oops|whoops|correction|scratch\s+that)\W+(?:the|it|it's|its|i'm|im|my|he|she|"
                    r"they|we)\b(?![^?]*\?)", 0.9, name="correction.my_bad"),
@@ -868,10 +876,48 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("explicit", r"\bwhy(?:'d|\s+did|\s+would)\s+(?:you|u)\b", 0.9, name="explicit.why_did_you"),
     # "i've always wondered why the ocean is salty", "i wonder how ...": curiosity, asked of the documents
     _p("knowledge", r"\b(?:i've|i\s+have|i|always|i'm|i\s+am|im)\s+(?:always\s+|often\s+|just\s+)?(?:wondered|wonder|wondering|"
-                    r"been\s+curious|curious)\s+(?:about\s+)?(?:why|how|what|when|where|if|whether|who)\b", 0.9, TARGET_CORPUS,
+                    r"been\s+curious|curious)\s+(?:about\s+)?(?:why|how|what|when|where|who)\b", 0.9, TARGET_CORPUS,
        name="knowledge.i_wonder"),
     _p("knowledge", r"\b(?:always|just|i've\s+always|i\s+always)\s+wondered\W*$", 0.6, TARGET_CORPUS,
        name="knowledge.always_wondered"),
+
+    # --- written from the eleventh and twelfth blind tune sets (gate_messages_tune11/12.jsonl), never from validation
+    # a question about the user with the auxiliary dropped: "how much rent i pay", "where we going for honeymoon"
+    _p("personal", rf"^\W*{_LEAD}(?:what|which|where|when|who|how\s+(?:much|many|long|often))\b[^?.!]{{0,30}}?\b(?:i|we)\s+"
+                   r"(?!(?:think|should|can|could|would|need|must|have\s+to|do|does|did|am|was|will|want|wanna)\b)"
+                   r"(?:[a-z]+ed|[a-z]+ing|pay|have|park|keep|spend|fly|eat|owe|get|take|use|drive|live|work|go|named?|"
+                   r"put|left|bought|booked|got|chose|picked|told|gave)\b", 0.6, name="personal.wh_i_without_aux"),
+    # "my son is 6, what vaccines he need": the user's situation, then a question for the documents
+    _p("personal", r"^\W*(?:my|our)\s+[^?.!,]{2,60},\s*(?:what|which|how|when|where|is|are|can|should|best|any|do|does)\b",
+       0.6, name="personal.my_situation_then_question"),
+    _p("knowledge", r"^\W*(?:my|our)\s+[^?.!,]{2,60},\s*(?:what|which|how|when|where|is|are|can|should|best|any|do|does)\b",
+       0.9, TARGET_CORPUS, name="knowledge.my_situation_then_question"),
+    # "my flight to madrid what time it leave": a fragment about the user's thing, then the question word
+    _p("personal", r"^\W*(?:my|our)\s+[^?.!,]{2,40}\s(?:what|which|when|where|who|how)\b", 0.6,
+       name="personal.my_x_what"),
+    # "given the budget we talked about, should I ...", "since the lease ends in june, when should I ..."
+    _p("knowledge", r"^\W*(?:given|considering|based\s+on|since)\s+(?:the|that|{_NAME}'s)\b[^?]*?,\s*"
+                    r"(?:what|which|how|when|where|is|are|can|should|would|do|does|any)\b".replace("{_NAME}", _NAME), 0.9,
+       TARGET_CORPUS, name="knowledge.given_the_x_question"),
+    _p("personal", r"^\W*(?:given|considering|based\s+on|since|with)\s+(?:the|that)\s+[\w-]+(?:\s+[\w-]+)?\s*"
+                   r"(?:we|i|you)?\b[^?]*?,", 0.6, name="personal.given_the_x"),
+    # "whens the next book club meeting": the user's own calendar
+    _p("personal", r"\bthe\s+next\s+(?:[\w-]+\s+){0,2}(?:meeting|appointment|session|class|game|call|sync|standup|practice|"
+                   r"lesson|visit|checkup|check-up|shift|payment|delivery|dose)\b", 0.6, name="personal.the_next_meeting"),
+    # "ok now as a table", "in bullet points", "less salty tone pls": reshape the last answer
+    _p("continuity", r"^\W*(?:(?:ok|okay|now|and|can\s+you|pls|please)\W+){0,3}(?:as|in|into)\s+(?:a\s+)?(?:table|list|"
+                     r"bullet\s+points?|bullets|json|csv|markdown|yaml|a\s+paragraph|one\s+line|numbered\s+list|"
+                     r"spanish|french|german|plain\s+english)\W*(?:pls|please)?\W*$", 0.7, name="continuity.as_a_table"),
+    _p("continuity", r"^\W*(?:(?:hmm|ok|okay|now|maybe)\W+)?(?:more|less)\s+[\w-]+(?:\s+(?:tone|pls|please|plz))*\W*$", 0.6,
+       name="continuity.more_or_less_x"),
+    _p("continuity", r"^\W*(?:(?:ok|okay|now|and|pls|please)\W+)?translate\s+(?:ur|your|that|this|it|the)\b", 0.7,
+       name="continuity.translate_that"),
+    # rhetorical questions: "can you believe it's already december", "who would've thought"
+    _p("smalltalk", r"^\W*(?:(?:lol|haha|omg|honestly|man|ugh)\W+)?(?:can\s+you\s+believe|who\s+would(?:'ve|\s+have)\s+"
+                    r"(?:thought|guessed)|what\s+even\s+is|why\s+is\s+it\s+always|how\s+(?:funny|cool|weird|crazy|wild|"
+                    r"nice|cute|sad)\W*,)", 1.0, TARGET_NONE, name="smalltalk.rhetorical"),
+    _p("statement", r"^\W*(?:(?:honestly|lol|so)\W+)?i\s+wonder\s+(?:if|whether)\b", 0.6, TARGET_NONE,
+       name="statement.i_wonder_if"),
 
     # --- fallbacks: tried only when nothing above recognised the message
     # a fragment naming a specific thing: "gate code for mom's building", "mileage on the outback", "wifi pw?"
