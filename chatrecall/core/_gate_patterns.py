@@ -556,7 +556,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
 
     # --- questions about the user's own life, work and past -> memory, with or without a recall verb
     # "what's my cat called?", "when is our standup?", "how many nights is the Rome trip?"
-    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}[^?.!]{{0,80}}?\b(?:my|our|{_TIME_DEIXIS}|"
+    _p("personal", rf"^\W*{_LEAD}{_FACT_Q}\b{_NOT_ADVICE}(?:[^\s?.!]*\s+){{0,16}}?\b(?:my|our|{_TIME_DEIXIS}|"
                    rf"the\s+(?:[\w-]+\s+){{0,2}}{_PERSONAL_NOUN}|prod|production|staging|{_FAMILY})\b", 0.7,
        name="personal.question_about_mine"),
     # "what grade is Ava in?", "is Milo due for shots?", "how is Ethan's wrist healing": a name alone
@@ -883,7 +883,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
 
     # --- written from the eleventh and twelfth blind tune sets (gate_messages_tune11/12.jsonl), never from validation
     # a question about the user with the auxiliary dropped: "how much rent i pay", "where we going for honeymoon"
-    _p("personal", rf"^\W*{_LEAD}(?:what|which|where|when|who|how\s+(?:much|many|long|often))\b[^?.!]{{0,30}}?\b(?:i|we)\s+"
+    _p("personal", rf"^\W*{_LEAD}(?:what|which|where|when|who|how\s+(?:much|many|long|often))\b(?:[^\s?.!]*\s+){{1,6}}?(?:i|we)\s+"
                    r"(?!(?:think|should|can|could|would|need|must|have\s+to|do|does|did|am|was|will|want|wanna)\b)"
                    r"(?:[a-z]+ed|[a-z]+ing|pay|have|park|keep|spend|fly|eat|owe|get|take|use|drive|live|work|go|named?|"
                    r"put|left|bought|booked|got|chose|picked|told|gave)\b", 0.6, name="personal.wh_i_without_aux"),
