@@ -27,6 +27,7 @@ def connect(
     namespace: str = "chatrecall",
     timeout_s: float = 5.0,
     lazy: bool = False,
+    server_process: bool = False,
     **engine_kwargs: Any,
 ) -> ChatRecall:
     """A ChatRecall over Chroma with the bundled all-MiniLM-L6-v2, fully offline.
@@ -47,6 +48,11 @@ def connect(
         timeout_s: Deadline of each request to a Chroma server.
         lazy: With ``url``, do not check that the server answers now (it may
             come up later; until then reads are empty and degraded, writes raise).
+        server_process: Serve the embedded store at ``path`` from a private
+            Chroma server in a child process. Embedded Chroma holds the GIL
+            while it writes, which stalls an asyncio event loop for tens of
+            milliseconds per write; in a child process it cannot. For async
+            apps on an embedded store (see ``docs/agents.md``).
         **engine_kwargs: Passed to :class:`ChatRecall`: ``token_counter``,
             ``retrieval``, ``budget``, ``pins``, ``gate``, ``limits`` (config
             objects or dicts of their fields), ``entity_extractor``,
@@ -70,14 +76,22 @@ def connect(
         )
     if not isinstance(lazy, bool):
         raise ConfigError(f"lazy={lazy!r} is invalid: must be True or False")
+    if not isinstance(server_process, bool):
+        raise ConfigError(f"server_process={server_process!r} is invalid: must be True or False")
+    if server_process and url is not None:
+        raise ConfigError(
+            f"server_process=True and url={url!r} were both given: server_process serves an embedded store "
+            "(path=...) from a child process; with a Chroma server, pass url= alone"
+        )
     known = _engine_params()
     for name in engine_kwargs:
         if name not in known:
-            hint = get_close_matches(name, [*known, "path", "url", "model", "namespace", "timeout_s", "lazy"], n=1)
+            hint = get_close_matches(name, [*known, "path", "url", "model", "namespace", "timeout_s", "lazy",
+                                            "server_process"], n=1)
             also = f" (did you mean {hint[0]!r}?)" if hint else ""
             raise ConfigError(
                 f"{name}={engine_kwargs[name]!r} is not an argument of chatrecall.connect(){also}; "
-                f"it accepts path, url, model, namespace, timeout_s, lazy, {', '.join(known)}"
+                f"it accepts path, url, model, namespace, timeout_s, lazy, server_process, {', '.join(known)}"
             )
 
     from .adapters.chroma import ChromaStore
@@ -85,7 +99,7 @@ def connect(
     from .core import ChatRecall
 
     embedder = SentenceTransformerEmbedder(model)  # cheap: the model loads on the first embedding
-    store = ChromaStore(path=path, url=url, namespace=namespace, timeout_s=timeout_s)
+    store = ChromaStore(path=path, url=url, namespace=namespace, timeout_s=timeout_s, server_process=server_process)
     try:
         engine = ChatRecall(store=store, embedder=embedder, **engine_kwargs)
         if url is not None and not lazy:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -564,3 +565,104 @@ def test_group_commit_merges_later_writes_over_earlier_ones_and_fails_every_call
         with pytest.raises(StoreError, match="disk full"):
             p.done.result()
     gc.close()  # never started: nothing to join
+
+
+def test_group_commit_caps_records_per_write_and_keeps_order() -> None:
+    # An upsert that would take a group past max_records starts the next group: no write exceeds the cap
+    # (unless a single upsert is larger), and writes reach Chroma in the order they were queued.
+    calls: list[list[str]] = []
+
+    def write(collection: str, ids: list[str], emb: np.ndarray, docs: list[str], metas: list[dict[str, Any]]) -> None:
+        calls.append(list(ids))
+
+    gc = chroma_mod._GroupCommit(write, max_records=4)
+    sizes = {"a": 3, "b": 3, "c": 1, "d": 5, "e": 2, "f": 2}
+    pending = []
+    for name, n in sizes.items():
+        ids = [f"{name}{i}" for i in range(n)]
+        p = chroma_mod._Pending("m", ids, np.ones((n, 2)), ids, [{}] * n, chroma_mod.Future())
+        pending.append(p)
+        gc._queue.put(p)
+    gc._queue.put(None)
+    gc._loop()  # drains the queue in this thread, then stops at the sentinel
+    assert calls == [["a0", "a1", "a2"], ["b0", "b1", "b2", "c0"], ["d0", "d1", "d2", "d3", "d4"],
+                     ["e0", "e1", "f0", "f1"]]
+    assert all(p.done.result() is None for p in pending)
+
+
+def _child_pid(s: ChromaStore) -> int:
+    assert s._child is not None and s._child.proc is not None
+    return int(s._child.proc.pid)
+
+
+def _gone(pid: int, timeout: float = 15.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with contextlib.suppress(OSError):  # a zombie nobody reaps (e.g. no init in a container) is gone too
+            if "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return True
+        try:  # our own child: reap it so it does not linger as a zombie
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.server
+def test_server_process_serves_the_same_files_as_the_embedded_store(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    records = [rec("a", entities=("x",), k="v"), rec("b", user="u2")]
+    emb = unit(basis(0), basis(1))
+    with ChromaStore(path=path) as embedded:  # written in-process ...
+        embedded.upsert("memories", records[:1], emb[:1])
+    child = ChromaStore(path=path, server_process=True)  # ... read and extended through the child
+    pid = _child_pid(child)
+    try:
+        assert not child.shared and child.snapshot_dir == path / "chatrecall-snapshots" / "chatrecall"
+        assert child.get("memories", ids=["a"]).records == records[:1]
+        child.upsert("memories", records[1:], emb[1:])
+        assert [h.record.id for h in child.query("memories", basis(1), 1, {"user_id": "u2"})] == ["b"]
+    finally:
+        child.close()
+    assert _gone(pid), "close() must stop the server process"
+    with ChromaStore(path=path) as reopened:  # and what the child wrote is in the files
+        batch = reopened.get("memories", ids=["a", "b"], include_embeddings=True)
+        assert batch.records == records
+        assert batch.embeddings is not None
+        np.testing.assert_allclose(batch.embeddings, emb, atol=1e-6)
+    with pytest.raises(ConfigError, match="server_process"):
+        ChromaStore(url="http://127.0.0.1:1", server_process=True)
+
+
+@pytest.mark.server
+def test_server_process_dies_with_its_parent_and_keeps_acknowledged_writes(tmp_path: Path) -> None:
+    # The parent is SIGKILLed right after its writes were acknowledged: no close(), no atexit. The server
+    # process must not outlive it (it would hold the store's files), and every acknowledged write is kept.
+    path = tmp_path / "db"
+    code = f"""
+        import os, signal, numpy as np
+        from chatrecall.adapters.chroma import ChromaStore
+        from chatrecall.core._types import Record
+        s = ChromaStore(path={str(path)!r}, server_process=True)
+        for i in range(20):
+            r = Record(id=f"r{{i}}", text=f"turn {{i}}", user_id="u1", session_id="s1", role="user",
+                       timestamp=1.0, seq=i, entities=(), metadata={{}})
+            s.upsert("memories", [r], np.eye(8, dtype=np.float32)[[i % 8]])
+        print(s._child.proc.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == -signal.SIGKILL, out.stderr[-3000:]
+    assert _gone(int(out.stdout.split()[0])), "the server process outlived its parent"
+    with ChromaStore(path=path) as reopened:
+        assert sorted(reopened.ids("memories")) == sorted(f"r{i}" for i in range(20))

@@ -241,3 +241,20 @@ def test_context_variables_reach_the_worker_and_aclose() -> None:
             return await cr._arun(var.get)
 
     assert asyncio.run(main()) == "request-42"
+
+
+@pytest.mark.server
+def test_200_conversations_embedded_chroma_server_process(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
+    # The async deployment of an embedded store: Chroma in a child process, so its writes cannot hold the
+    # loop's GIL. Exact results and isolation as in-process; the lag is measured by bench_async.py.
+    pytest.importorskip("chromadb")
+    from chatrecall.adapters.chroma import ChromaStore
+
+    store = ChromaStore(path=tmp_path / "chroma", server_process=True)
+    cr = _engine(store, hash_embedder)
+    try:
+        results, lag = asyncio.run(run_conversations(cr))
+        check(cr, results, lag, lag_bound=None)
+    finally:
+        cr.close()
+        store.close()

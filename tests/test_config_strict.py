@@ -187,6 +187,32 @@ def test_connect_refuses_unknown_and_conflicting_arguments(tmp_path: Path) -> No
         chatrecall.connect(path=tmp_path, url="http://localhost:8000")
     with pytest.raises(ConfigError, match="path=42"):
         chatrecall.connect(path=42)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="server_process=True and url="):
+        chatrecall.connect(url="http://localhost:8000", server_process=True)
+    with pytest.raises(ConfigError, match="server_process='yes'"):
+        chatrecall.connect(path=tmp_path / "y", server_process="yes")  # type: ignore[arg-type]
+    assert not (tmp_path / "y").exists()
+
+
+@pytest.mark.server
+def test_connect_server_process_serves_an_embedded_store_from_a_child(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    from chatrecall.testing import HashEmbedder
+
+    from chatrecall.adapters.chroma import ChromaStore
+    from chatrecall.core import ChatRecall
+
+    cr = chatrecall.connect(path=tmp_path / "db", server_process=True)
+    store = cr.store
+    try:
+        assert isinstance(store, ChromaStore) and store._child is not None, "the store must run in a child process"
+        eng = ChatRecall(store=store, embedder=HashEmbedder())  # the wiring, without loading the model
+        eng.add("my cat is called Miso", user_id="u1", session_id="s1")
+        assert [h.text for h in eng.search("cat called", user_id="u1", k=1)] == ["my cat is called Miso"]
+    finally:
+        store.close()
+    with ChromaStore(path=tmp_path / "db") as embedded:  # the child wrote the embedded store's own files
+        assert embedded.get("memories", ids=None, where={"user_id": "u1"}).records[0].text == "my cat is called Miso"
 
 
 def _dead_port() -> int:

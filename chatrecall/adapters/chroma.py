@@ -30,6 +30,7 @@ import socket
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -231,8 +232,9 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-#: Most records one group commit writes (an embedded write holds the GIL for its whole call: ~9 ms for 3
-#: records, ~15 ms for 30 on a 2-core VM; larger groups would stall other threads and an event loop longer).
+#: Most records one group commit writes. An in-process embedded write holds the GIL for its whole call,
+#: a fixed ~10-40 ms (2-core VM; hundreds under load) plus ~1.5 ms a record: larger groups would stall
+#: other threads and an event loop longer.
 _GROUP_RECORDS = 32
 
 
@@ -251,17 +253,24 @@ class _Pending:
 class _GroupCommit:
     """Writes of an embedded store, one thread, concurrent upserts merged into one Chroma call.
 
-    Embedded Chroma holds the GIL for the whole of a write, and each write has a
-    fixed cost of several milliseconds. Upserts that arrive while a write runs
-    are merged (up to :data:`_GROUP_RECORDS` records per collection) into the
-    next one, so N concurrent writers cost about one write, and other threads
-    (an asyncio event loop among them) get the GIL between writes. A caller
-    returns only when its own records are committed, so an acknowledged write is
-    as durable as before; a failed group fails every caller in it.
+    Each Chroma write has a fixed cost of 10 ms or more (and, in-process, holds
+    the GIL throughout). Upserts that arrive while a write runs are merged (up
+    to :attr:`max_records` records) into the next one, so N concurrent writers
+    cost about one write. An upsert that would take a group past the cap starts
+    the next group, so writes reach Chroma in the order they were queued. A
+    caller returns only when its own records are committed, so an acknowledged
+    write is as durable as before; a failed group fails every caller in it.
+
+    Smaller groups do not shorten the stalls of an in-process store: a write of
+    one record already holds the GIL for 10-40 ms on a 2-core VM (see
+    ``benchmarks/results/async.json``, ``--cap``); ``server_process=True`` does.
     """
 
-    def __init__(self, write: Callable[[str, list[str], np.ndarray, list[str], list[dict[str, Any]]], None]) -> None:
+    def __init__(self, write: Callable[[str, list[str], np.ndarray, list[str], list[dict[str, Any]]], None],
+                 max_records: int = _GROUP_RECORDS) -> None:
         self._write = write
+        #: Most records merged into one write (1: no merging, each upsert is its own Chroma call).
+        self.max_records = max_records
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -287,27 +296,35 @@ class _GroupCommit:
             thread.join()
 
     def _loop(self) -> None:
+        carry: _Pending | None = None
         while True:
-            first = self._queue.get()
+            first = carry if carry is not None else self._queue.get()
             if first is None:
                 return
-            group, stop = self._gather(first)
+            group, carry, stop = self._gather(first)
             self._commit(group)
             if stop:
                 return
 
-    def _gather(self, first: _Pending) -> tuple[list[_Pending], bool]:
+    def _gather(self, first: _Pending) -> tuple[list[_Pending], _Pending | None, bool]:
+        """``first`` and the queued upserts that fit with it in :attr:`max_records`.
+
+        Returns the group, the next upsert if it did not fit (it starts the next
+        group, so the order of writes is kept), and whether close() was asked.
+        """
         group, n = [first], len(first.ids)
-        while n < _GROUP_RECORDS:
+        while n < self.max_records:
             try:
                 nxt = self._queue.get_nowait()
             except queue.Empty:
                 break
             if nxt is None:
-                return group, True
+                return group, None, True
+            if n + len(nxt.ids) > self.max_records:
+                return group, nxt, False
             group.append(nxt)
             n += len(nxt.ids)
-        return group, False
+        return group, None, False
 
     def _commit(self, group: list[_Pending]) -> None:
         by_col: dict[str, list[_Pending]] = {}
@@ -387,6 +404,105 @@ def _deadline_transport(inner: Any, timeout_s: float) -> Any:
     return transport_type(inner, timeout_s)
 
 
+#: The child process of ``ChromaStore(path=..., server_process=True)``: Chroma's own server (what ``chroma run``
+#: starts) on the store's directory, plus a thread that ends the child when its stdin closes, i.e. when the
+#: parent is gone, however it died (no orphaned server holding the store's files).
+_CHILD_CODE = """
+import os, sys, threading
+def _watch():
+    sys.stdin.buffer.read()
+    os._exit(0)
+threading.Thread(target=_watch, daemon=True).start()
+import chromadb_rust_bindings
+chromadb_rust_bindings.cli(["chroma", "run", "--path", sys.argv[1], "--port", sys.argv[2], "--host", "127.0.0.1"])
+"""
+_CHILD_START_S = 60.0
+_CHILD_STOP_S = 10.0
+
+
+class _ChildServer:
+    """A private Chroma server in a child process, serving one store directory on 127.0.0.1.
+
+    Embedded Chroma holds the GIL for the whole of a write (and of a collection
+    creation); in a child process it holds the child's GIL, and this process
+    only waits on a socket (which releases it). Started by :meth:`start`, ended
+    by :meth:`stop` (SIGTERM, then SIGKILL), and by itself if this process dies.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.port = 0
+        self.proc: Any = None
+        self._log: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> _ChildServer:
+        import subprocess
+        import tempfile
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        last = ""
+        for _ in range(3):  # a port found free may be taken before the child binds it: try another
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = int(s.getsockname()[1])
+            # The server's output, read only to explain a failed start; RUST_LOG=warn, since at info it
+            # logs ~5 KB per request (an unbounded file for a long-lived process).
+            self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child, closed by stop()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _CHILD_CODE, str(self.path), str(self.port)],
+                stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
+                env={**os.environ, "ANONYMIZED_TELEMETRY": "False", "RUST_LOG": "warn"},
+                start_new_session=True,  # a Ctrl-C meant for this process must not kill the store under it
+            )
+            deadline = time.monotonic() + _CHILD_START_S
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if self._heartbeat():
+                    return self
+                time.sleep(0.05)
+            last = self._log_tail()
+            self.stop()
+        raise StoreError(f"chroma server process for {self.path} did not start: {last}")
+
+    def _heartbeat(self) -> bool:
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1.0) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def _log_tail(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-2000:].strip()
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, SIGKILL after a grace period); idempotent."""
+        import subprocess
+
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(_CHILD_STOP_S)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc.stdin is not None:
+                proc.stdin.close()
+        log, self._log = self._log, None
+        if log is not None:
+            log.close()
+
+
 class ChromaStore:
     """A :class:`MemoryStore` backed by Chroma (embedded or client/server).
 
@@ -411,6 +527,16 @@ class ChromaStore:
             process starts warm (see :mod:`chatrecall.core._snapshot`): under
             ``<path>/chatrecall-snapshots`` for an embedded store, under
             ``$CHATRECALL_HOME/snapshots`` for a server. Not for a ``client``.
+        server_process: Serve the embedded store at ``path`` from a private
+            child process (Chroma's own server, on 127.0.0.1 and a free port)
+            and talk to it over HTTP, instead of running Chroma in this process.
+            Embedded Chroma holds the GIL for the whole of a write (10-40 ms, up
+            to hundreds under load), which stalls every other thread, an asyncio
+            event loop included; in the child it holds the child's GIL. Same
+            files, durability and results as the in-process store (a store can
+            be opened either way); costs ~0.5 s at start and a local HTTP
+            round trip per call. The child ends with :meth:`close`, or by itself
+            when this process dies. For an async app on an embedded store.
 
     With none of ``path``, ``url`` and ``client``, an embedded store is opened at
     :func:`default_path`. Chroma telemetry is disabled.
@@ -431,6 +557,7 @@ class ChromaStore:
         timeout_s: float = 5.0,
         retries: int = 0,
         snapshots: bool = True,
+        server_process: bool = False,
     ) -> None:
         given = [n for n, v in (("path", path), ("url", url), ("client", client)) if v is not None]
         if len(given) > 1:
@@ -444,6 +571,8 @@ class ChromaStore:
             raise ConfigError(f"timeout_s={timeout_s!r} is invalid: must be a positive number")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError(f"retries={retries!r} is invalid: must be an integer >= 0")
+        if server_process and (url is not None or client is not None):
+            raise ConfigError("server_process=True serves an embedded store (path=...), not a url or a client")
         self._chromadb = require("chromadb", "chroma")
         self.namespace = namespace
         self.timeout_s = float(timeout_s)
@@ -460,11 +589,23 @@ class ChromaStore:
         self._owns_client = client is None
         self._snapshots = bool(snapshots)
         self._writer: _GroupCommit | None = None
+        self._child: _ChildServer | None = None
         if url is not None:
             self._parse_url(url)  # the server is contacted lazily: it may come up later
         elif client is None:
             self.path = Path(path).expanduser() if path is not None else default_path()
-            self._client = self._run("open", self._open_embedded)
+            if server_process:
+                self._child = _ChildServer(self.path).start()
+                weakref.finalize(self, self._child.stop)  # a store never closed still stops its server
+                self._parse_url(self._child.url)
+                try:
+                    self._client = self._run("open", self._open_http)
+                except BaseException:
+                    self._child.stop()
+                    raise
+            else:
+                self._client = self._run("open", self._open_embedded)
+            # Chroma's fixed cost per write is paid once per group (in the child too: +25% calls/s there).
             self._writer = _GroupCommit(self._upsert_now)
 
     # ------------------------------------------------------------------ setup
@@ -534,6 +675,8 @@ class ChromaStore:
         if client is not None and hasattr(client, "close"):
             with contextlib.suppress(Exception):  # closing must not mask the caller's error
                 client.close()
+        if self._child is not None:
+            self._child.stop()
 
     def __enter__(self) -> ChromaStore:
         return self
@@ -542,13 +685,16 @@ class ChromaStore:
         self.close()
 
     def __repr__(self) -> str:
-        where = self.url or (str(self.path) if self.path else "client")
+        where = str(self.path) if self._child is not None else self.url or (str(self.path) if self.path else "client")
         return f"ChromaStore({where!r}, namespace={self.namespace!r})"
 
     @property
     def shared(self) -> bool:
-        """True for a server store: other processes may write, so reads should check for fresh data."""
-        return self.url is not None
+        """True for a server store: other processes may write, so reads should check for fresh data.
+
+        False for an embedded store, served from a child process or not: it is this process's alone.
+        """
+        return self.url is not None and self._child is None
 
     @property
     def snapshot_dir(self) -> Path | None:
@@ -581,6 +727,8 @@ class ChromaStore:
     # --------------------------------------------------------------- plumbing
 
     def _describe(self) -> str:
+        if self._child is not None:
+            return f"chroma store at {self.path} (server process {self.url})"
         return f"chroma server {self.url}" if self.url else f"chroma store at {self.path or 'client'}"
 
     def _translate(self, what: str, exc: BaseException) -> StoreError:
