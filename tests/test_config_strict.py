@@ -197,10 +197,9 @@ def test_connect_refuses_unknown_and_conflicting_arguments(tmp_path: Path) -> No
 @pytest.mark.server
 def test_connect_server_process_serves_an_embedded_store_from_a_child(tmp_path: Path) -> None:
     pytest.importorskip("chromadb")
-    from chatrecall.testing import HashEmbedder
-
     from chatrecall.adapters.chroma import ChromaStore
     from chatrecall.core import ChatRecall
+    from chatrecall.testing import HashEmbedder
 
     cr = chatrecall.connect(path=tmp_path / "db", server_process=True)
     store = cr.store
