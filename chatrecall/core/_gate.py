@@ -191,7 +191,7 @@ class Gate:
     """
 
     __slots__ = ("_always", "_config", "_fallback", "_first", "_lazy", "_pats", "_reasons", "_words", "_mt", "_ct",
-                 "_slope", "_bm", "_unless")
+                 "_slope", "_bm", "_unless", "_unless_ids")
 
     def __init__(self, config: GateConfig | None = None) -> None:
         if config is None:
@@ -265,6 +265,7 @@ class Gate:
         self._always = frozenset(search[""])
         self._fallback = tuple(fallback)
         self._unless = unless
+        self._unless_ids = frozenset(unless)
         self._reasons: dict[tuple[int, str], GateReason] = {}
         self._mt = float(config.memory_threshold)
         self._ct = float(config.corpus_threshold)
@@ -348,7 +349,7 @@ class Gate:
                 m = pats[i][0].search(low)
                 if m is not None:
                     spans[i] = m.span()
-        if self._unless and spans:
+        if not self._unless_ids.isdisjoint(spans):
             spans = self._drop_resolved(low, spans)
         if not spans:  # nothing recognised the message: its last reading, by the fallback patterns
             for i in self._fallback:
@@ -383,7 +384,7 @@ class Gate:
     def _drop_resolved(self, low: str, spans: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
         """Drop matches whose ``unless_before`` regex is found earlier in the message."""
         unless = self._unless
-        drop = [i for i, (start, _) in spans.items() if i in unless and unless[i].search(low, 0, start) is not None]
+        drop = [i for i in self._unless_ids.intersection(spans) if unless[i].search(low, 0, spans[i][0]) is not None]
         for i in drop:
             del spans[i]
         return spans

@@ -813,24 +813,19 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"man|lady|person|dude|stakeholder|contact|rep|representative|recruiter|liaison|landlord|assignee|"
                    r"reviewer|approver|sponsor|vendor|supplier|customer|client|account\s+manager|point\s+of\s+contact)\b"
                    r"(?!\s+of\b)", 0.6, name="personal.whos_the_person"),
-    _p("personal", r"^\W*(?:which|what)\s+(?:customer|client|vendor|supplier|colleague|coworker|co-worker|teammate|"
-                   r"engineer|contractor|tenant|patient|student|account)\s+(?:[a-z]+ed|is|was|has|had|sent|said|wants|"
-                   r"owes|paid)\b", 0.6, name="personal.which_of_our_people"),
-    _p("personal", r"\bwhat\s+(?:do|did)\s+(?:i|we)\s+(?:charge|pay|owe|earn|make|bill|quote|weigh|tip|budget)\b", 0.6,
+    _p("personal", _after("what do i", "what did i", "what do we", "what did we")
+                   + r"(?:charge|pay|owe|earn|make|bill|quote|weigh|tip|budget)\b", 0.6,
        name="personal.what_do_i_charge"),
     _p("personal", r"\b(?:invoiced|paid|signed|approved|booked|scheduled|shipped|delivered|confirmed|submitted|filed|"
                    r"sent|fixed|done|finished)\s+(?:yet|already)\b|\b(?:owe|owes|owed)\b", 0.5,
        name="personal.status_of_mine"),
-    # "my cat Pepper", "my son Liam": a name in apposition is someone the user knows
-    _p("personal", rf"\bmy\s+[\w-]+\s+{_NAME}\b(?!\s+(?:turns|is|was|has|had|got|just|will|[a-z]+ed)\b)", 0.6,
-       name="personal.my_x_named"),
     # "the schedule you made", "the email you wrote": an earlier output
-    _p("continuity", r"\bthe\s+[\w-]+(?:\s+[\w-]+)?\s+(?:you|u)\s+(?:made|wrote|drafted|gave|sent|suggested|"
-                     r"recommended|created|built|listed|planned|came\s+up\s+with|put\s+together)\b", 0.7,
+    _p("continuity", r"(?<=\w\s)(?:you|u)\s+(?:made|wrote|drafted|sent|created|built|listed|planned|came\s+up\s+with|"
+                     r"put\s+together)\b(?!\s+(?:a\s+)?(?:mistake|error|typo|point))", 0.7,
        name="continuity.the_thing_you_made"),
     # "the new medication the doctor put me on", "where we're staying"
-    _p("personal", r"\b(?:my|the|our)\s+[\w-]+\s+(?:gave|put|prescribed|recommended|told|sent|lent|showed|got|"
-                   r"bought)\s+(?:me|us)\b|\bwhere\s+(?:i'm|im|i\s+am|we're|we\s+are|i\s+live|we\s+live|i\s+work|"
+    _p("personal", r"(?<=\w\s)(?:gave|put|prescribed|lent|showed|bought)\s+(?:me|us)\s+(?!a\s+(?:minute|second|break|hand)\b)|"
+                   r"\bwhere\s+(?:i'm|im|i\s+am|we're|we\s+are|i\s+live|we\s+live|i\s+work|"
                    r"we\s+(?:stay|stayed|went|go))\b", 0.7, name="personal.what_they_gave_me"),
     # corrections with "not": "wait im on python 3.11 not 3.9", "i said mysql not postgres", "my bad, the invoice was $1,450"
     _p(CORRECTION, r"^\W*(?:wait|no|nope|nein|non|nah|oops|whoops|sorry|actually|my\s+bad|correction|small\s+fix|scratch\s+that)\b"
@@ -853,15 +848,11 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        name="statement.it_went_well"),
     # a pasted error line without "Name:", a tool question: "regex to match a zip code", "cron expression for ..."
     _p("knowledge", rf"^\W*{_ERROR_LINE}\b", 0.6, TARGET_CORPUS, name="knowledge.pasted_error_line"),
-    _p("knowledge", rf"\b(?:got|getting|get|throws|says|shows)\s+(?:this\W+)?{_ERROR_LINE}\b", 0.6, TARGET_CORPUS,
-       name="knowledge.got_error_line"),
     _p("knowledge", r"^\W*(?:(?:a|an|the)\s+)?(?:regex|regexp|regular\s+expression|cron\s+expression|cron\s+syntax|"
-                    r"sql\s+query|(?:kubectl|git|bash|shell|terminal|linux|docker|npm|pip|sql|powershell|cli|unix|mac|windows)\s+command|one-liner|formula|shortcut|keyboard\s+shortcut|"
+                    r"sql\s+query|(?:kubectl|git|bash|shell|terminal|linux|docker|npm|pip|sql|powershell|cli|unix|mac|"
+                    r"windows)\s+command|one-liner|formula|shortcut|keyboard\s+shortcut|"
                     r"recommended\s+[\w-]+|statute\s+of\s+limitations)\s+(?:to|for|that|in|on)?\b", 0.6, TARGET_CORPUS,
        name="knowledge.tool_for"),
-    # "what is HIPAA and who does it apply to": the question holds its own subject
-    _p("knowledge", r"^\W*what\s+(?:is|are)\s+(?:an?\s+)?[\w-]+(?:\s+[\w-]+)?\s+and\s+(?:how|who|what|why|when|where|"
-                    r"which|does|is)\b", -0.6, TARGET_MEMORY, name="knowledge.what_is_x_and"),
     # "suggest a workout plan that works around my knee", "draft an email to the vendor that missed our date"
     _p("knowledge", r"^\W*(?:(?:can|could|would)\s+(?:you|u)\s+)?(?:please\s+)?(?:suggest|recommend|draft|write|create|"
                     r"design|come\s+up\s+with|put\s+together)\s+(?:me\s+)?(?:a|an|some)\b", 0.9, TARGET_CORPUS,
@@ -869,17 +860,15 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     # "lol no, try again with a funnier opening": redo the last output
     _p("continuity", r"^\W*(?:(?:lol|ok|okay|hmm|no|nah|nope|meh)\W+){0,2}(?:try|do\s+it|give\s+it\s+a\s+go)\s+again\b", 0.7,
        name="continuity.try_again"),
-    # "how many people are coming", "who's joining": the user's own plans
-    _p("personal", r"\b(?:is|are)\s+(?:coming|joining|attending|invited|signed\s+up)\b(?![^?]*\b(?:usually|generally)\b)", 0.6,
-       name="personal.who_is_coming"),
+    # "as previously agreed, ship on Monday", "as discussed": an agreement made earlier in the conversation
+    _p("explicit", r"\bas\s+(?:previously\s+|earlier\s+|already\s+)?(?:agreed|discussed|mentioned|decided|planned|noted)\b", 1.0,
+       name="explicit.as_agreed"),
     # "why'd you change the variable names": about what the assistant did
     _p("explicit", r"\bwhy(?:'d|\s+did|\s+would)\s+(?:you|u)\b", 0.9, name="explicit.why_did_you"),
     # "i've always wondered why the ocean is salty", "i wonder how ...": curiosity, asked of the documents
-    _p("knowledge", r"\b(?:i've|i\s+have|i|always|i'm|i\s+am|im)\s+(?:always\s+|often\s+|just\s+)?(?:wondered|wonder|wondering|"
-                    r"been\s+curious|curious)\s+(?:about\s+)?(?:why|how|what|when|where|who)\b", 0.9, TARGET_CORPUS,
+    _p("knowledge", r"(?<=\w\s)(?:wondered|wonder|wondering|curious)\s+(?:about\s+)?(?:why|how|what|when|where|who)\b", 0.9,
+       TARGET_CORPUS,
        name="knowledge.i_wonder"),
-    _p("knowledge", r"\b(?:always|just|i've\s+always|i\s+always)\s+wondered\W*$", 0.6, TARGET_CORPUS,
-       name="knowledge.always_wondered"),
 
     # --- written from the eleventh and twelfth blind tune sets (gate_messages_tune11/12.jsonl), never from validation
     # a question about the user with the auxiliary dropped: "how much rent i pay", "where we going for honeymoon"
@@ -910,14 +899,10 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                      r"spanish|french|german|plain\s+english)\W*(?:pls|please)?\W*$", 0.7, name="continuity.as_a_table"),
     _p("continuity", r"^\W*(?:(?:hmm|ok|okay|now|maybe)\W+)?(?:more|less)\s+[\w-]+(?:\s+(?:tone|pls|please|plz))*\W*$", 0.6,
        name="continuity.more_or_less_x"),
-    _p("continuity", r"^\W*(?:(?:ok|okay|now|and|pls|please)\W+)?translate\s+(?:ur|your|that|this|it|the)\b", 0.7,
-       name="continuity.translate_that"),
     # rhetorical questions: "can you believe it's already december", "who would've thought"
     _p("smalltalk", r"^\W*(?:(?:lol|haha|omg|honestly|man|ugh)\W+)?(?:can\s+you\s+believe|who\s+would(?:'ve|\s+have)\s+"
                     r"(?:thought|guessed)|what\s+even\s+is|why\s+is\s+it\s+always|how\s+(?:funny|cool|weird|crazy|wild|"
                     r"nice|cute|sad)\W*,)", 1.0, TARGET_NONE, name="smalltalk.rhetorical"),
-    _p("statement", r"^\W*(?:(?:honestly|lol|so)\W+)?i\s+wonder\s+(?:if|whether)\b", 0.6, TARGET_NONE,
-       name="statement.i_wonder_if"),
 
     # --- fallbacks: tried only when nothing above recognised the message
     # a fragment naming a specific thing: "gate code for mom's building", "mileage on the outback", "wifi pw?"
