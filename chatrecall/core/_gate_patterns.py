@@ -308,7 +308,8 @@ _NAME = _alt(*_words("given_names.txt"))
 #: Someone a "he" / "she" later in the same message can refer to ("my mom had a good day, she ...").
 _PERSON_NP = (r"\b(?:a|an|my|our)\s+(?:[\w-]+\s+)?(?:friend|guy|girl|woman|man|"
               r"lady|person|doctor|teacher|boss|coworker|colleague|neighbor|neighbour|client|customer|kid|son|daughter|"
-              r"brother|sister|partner|vet|dentist|nurse|coach|baby|patient|student)\b|\bsome(?:one|body)\b")
+              r"brother|sister|partner|vet|dentist|nurse|coach|baby|patient|student|cat|dog|puppy|kitten|pup|horse|"
+              r"rabbit|bird|parrot|hamster)\b|\bsome(?:one|body)\b")
 #: What may follow a name in such a question ("does Sam see", "Ava's", "is Milo due"), so that a full
 #: name ("Taylor Swift") or a title ("Harry Potter") is not read as someone the user knows.
 _NAME_FOLLOW = (r"(?:'s\b|'\s|\s*[?.!,]|\s*$|\s+(?:is|was|has|had|does|did|do|get|gets|got|go|goes|like|likes|want|"
