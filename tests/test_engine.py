@@ -492,3 +492,21 @@ def test_knowledge_question_naming_a_remembered_entity_searches_both(cr: ChatRec
     # an unknown entity stays corpus-only
     res2 = cr.retrieve("What does TriBridConfig do?", user_id="alice")
     assert not res2.memories
+
+
+def test_both_without_documents_is_a_memory_route(engine: ChatRecall) -> None:
+    msg = "what wine goes with the dish I'm making tonight"
+    for text in ["I'm making mushroom risotto tonight", "tonight's dish needs parmesan and white wine",
+                 "the dinner tonight is for six friends", "Ana is vegetarian, so the dish has no meat",
+                 "dessert tonight is a lemon tart", "I bought arborio rice for the risotto",
+                 "the wine shop closes at eight", "we eat at seven thirty tonight"]:
+        engine.add(text, user_id="u", session_id="s1")
+    res = engine.retrieve(msg, user_id="u", session_id="s2")
+    assert res.gate.route is Route.BOTH
+    assert res.route is Route.MEMORY, "no documents: 'both' is the small memory lookup, not the full top k"
+    assert any("no corpus documents" in n for n in res.notes)
+    assert len(res.items) <= engine.retrieval_config.phase1_top_k
+    engine.add_documents(["Mushroom risotto pairs well with a dry white such as Pinot Grigio."])
+    res = engine.retrieve(msg, user_id="u", session_id="s2")
+    assert not any("no corpus documents" in n for n in res.notes)
+    assert len(res.items) > engine.retrieval_config.phase1_top_k, "with documents, 'both' takes the full top k"

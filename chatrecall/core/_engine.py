@@ -967,6 +967,8 @@ class ChatRecall(_AsyncMixin):
         4. A corpus-only route falls back to memory when the corpus finds
            nothing strong (:meth:`_fallback_phase`), so a personal question the
            gate misses is still answered from memory.
+        5. With no documents at all, "both" is a memory route: the small
+           first lookup, not the full top ``k`` of memories.
         """
         route = gate.route
         st, sid = run.st, run.session_id
@@ -993,7 +995,19 @@ class ChatRecall(_AsyncMixin):
             if hits:
                 route = Route.BOTH
                 run.notes.append(f"query names {hits[0]!r} from memory: searching memory too")
+        if route is Route.BOTH and not run.store_down and self._no_documents():
+            route = Route.MEMORY
+            run.notes.append("no corpus documents: 'both' searches memory only, as a memory route")
         return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected)
+
+    def _no_documents(self) -> bool:
+        """True when the corpus is known to be empty (one count, cached until documents change)."""
+        if self._corpus_count is None:
+            try:
+                self._corpus_count = self.store.count(COLLECTION_CORPUS)
+            except StoreError:
+                return False
+        return self._corpus_count == 0
 
     def _memory_phase(self, run: _Run, plan: _Plan, gate: GateDecision) -> None:
         """Search memory; on a memory-only plan, a small lookup under the phase-1 budget first.
