@@ -201,13 +201,16 @@ class ChatRecall(_AsyncMixin):
                 f"entity_extractor={entity_extractor!r} is invalid: pass an object with extract(text) "
                 "(an EntityExtractor) or None for the built-in RegexEntityExtractor"
             )
-        if not isinstance(gate, Gate):
-            gate = Gate(as_config("gate", gate, GateConfig, "GateConfig(memory_threshold=0.6)"))
+        # The gate's config is checked now; the gate itself (about 0.3 s of regex analysis) is built on
+        # first use, so commands that never route a message (stats, pins) do not pay for it.
+        self._gate: Gate | None = gate if isinstance(gate, Gate) else None
+        self._gate_config = gate.config if isinstance(gate, Gate) else as_config(
+            "gate", gate, GateConfig, "GateConfig(memory_threshold=0.6)")
+        self._gate_lock = threading.Lock()
         self.store = store
         self.embedder = embedder
         self.token_counter: TokenCounter = as_token_counter(token_counter)
         self.extractor: EntityExtractor = entity_extractor or RegexEntityExtractor()
-        self.gate = gate
         self.retrieval_config = as_config("retrieval", retrieval, RetrievalConfig, "RetrievalConfig(top_k=5)")
         self.budget_config = as_config("budget", budget, BudgetConfig, "BudgetConfig(max_tokens=800)")
         self.pin_config = as_config("pins", pins, PinConfig, "PinConfig(max_pins=5)")
@@ -1305,6 +1308,17 @@ class ChatRecall(_AsyncMixin):
     def stats(self) -> dict[str, Any]:
         """Metrics as a plain dict (counters, latency p50/p95, per conversation and day)."""
         return self.metrics.snapshot()
+
+    @property
+    def gate(self) -> Gate:
+        """The retrieval gate (built on first use from the config given at construction)."""
+        g = self._gate
+        if g is None:
+            with self._gate_lock:
+                if self._gate is None:
+                    self._gate = Gate(self._gate_config)
+                g = self._gate
+        return g
 
     def close(self) -> None:
         """Stop background threads and snapshot changed large users (the store stays usable by others)."""
