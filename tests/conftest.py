@@ -20,8 +20,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -138,11 +136,9 @@ class ChromaServer:
 
     def heartbeat(self) -> bool:
         """True when the server answers its heartbeat endpoint."""
-        try:
-            with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1.0) as resp:
-                return bool(resp.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        from chatrecall.adapters.chroma import _heartbeat
+
+        return _heartbeat(self.url)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -404,6 +404,16 @@ def _deadline_transport(inner: Any, timeout_s: float) -> Any:
     return transport_type(inner, timeout_s)
 
 
+def _heartbeat(url: str, timeout_s: float = 1.0) -> bool:
+    """True when the Chroma server at ``url`` answers its heartbeat endpoint (never raises)."""
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/api/v2/heartbeat", timeout=timeout_s).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 #: The child process of ``ChromaStore(path=..., server_process=True)``: Chroma's own server (what ``chroma run``
 #: starts) on the store's directory, plus a thread that ends the child when its stdin closes, i.e. when the
 #: parent is gone, however it died (no orphaned server holding the store's files).
@@ -460,22 +470,12 @@ class _ChildServer:
             )
             deadline = time.monotonic() + _CHILD_START_S
             while time.monotonic() < deadline and self.proc.poll() is None:
-                if self._heartbeat():
+                if _heartbeat(self.url):
                     return self
                 time.sleep(0.05)
             last = self._log_tail()
             self.stop()
         raise StoreError(f"chroma server process for {self.path} did not start: {last}")
-
-    def _heartbeat(self) -> bool:
-        import urllib.error
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1.0) as resp:
-                return bool(resp.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
 
     def _log_tail(self) -> str:
         if self._log is None:

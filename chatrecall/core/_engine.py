@@ -1003,14 +1003,18 @@ class ChatRecall(_AsyncMixin):
             run.notes.append("no corpus documents: 'both' searches memory only, as a memory route")
         return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected)
 
-    def _no_documents(self) -> bool:
-        """True when the corpus is known to be empty (one count, cached until documents change)."""
+    def _corpus_size(self) -> int:
+        """Documents in the corpus: one count, cached until documents change. Raises StoreError."""
         if self._corpus_count is None:
-            try:
-                self._corpus_count = self.store.count(COLLECTION_CORPUS)
-            except StoreError:
-                return False
-        return self._corpus_count == 0
+            self._corpus_count = self.store.count(COLLECTION_CORPUS)
+        return self._corpus_count
+
+    def _no_documents(self) -> bool:
+        """True when the corpus is known to be empty (False when the store cannot say)."""
+        try:
+            return self._corpus_size() == 0
+        except StoreError:
+            return False
 
     def _memory_phase(self, run: _Run, plan: _Plan, gate: GateDecision) -> None:
         """Search memory; on a memory-only plan, a small lookup under the phase-1 budget first.
@@ -1083,9 +1087,7 @@ class ChatRecall(_AsyncMixin):
         assert run.qvec is not None
         t = time.perf_counter()
         try:
-            if self._corpus_count is None:
-                self._corpus_count = self.store.count(COLLECTION_CORPUS)
-            if self._corpus_count == 0:
+            if self._corpus_size() == 0:
                 run.notes.append("no corpus documents: corpus search skipped")
                 self.metrics.incr("searches_skipped.no_corpus")
             else:

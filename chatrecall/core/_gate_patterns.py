@@ -303,6 +303,10 @@ _TIME_DEIXIS = (r"(?:tomorrow|tonight|today|this\s+(?:weekend|week|semester|term
                 r"year)|next\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
                 r"(?:on|for)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|so\s+far|anymore)")
 
+#: "my son is 6, what vaccines he need": the user's situation, then a question (read toward memory and the corpus).
+_MY_SITUATION_THEN_QUESTION = (r"^\W*(?:my|our)\s+[^?.!,]{2,60},\s*(?:what|which|how|when|where|is|are|can|should|best|"
+                               r"any|do|does)\b")
+
 #: Given names and pet names (word list); a question naming one alone is about the user's own people.
 _NAME = _alt(*_words("given_names.txt"))
 #: Someone a "he" / "she" later in the same message can refer to ("my mom had a good day, she ...").
@@ -878,16 +882,14 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"(?:[a-z]+ed|[a-z]+ing|pay|have|park|keep|spend|fly|eat|owe|get|take|use|drive|live|work|go|named?|"
                    r"put|left|bought|booked|got|chose|picked|told|gave)\b", 0.6, name="personal.wh_i_without_aux"),
     # "my son is 6, what vaccines he need": the user's situation, then a question for the documents
-    _p("personal", r"^\W*(?:my|our)\s+[^?.!,]{2,60},\s*(?:what|which|how|when|where|is|are|can|should|best|any|do|does)\b",
-       0.6, name="personal.my_situation_then_question"),
-    _p("knowledge", r"^\W*(?:my|our)\s+[^?.!,]{2,60},\s*(?:what|which|how|when|where|is|are|can|should|best|any|do|does)\b",
-       0.9, TARGET_CORPUS, name="knowledge.my_situation_then_question"),
+    _p("personal", _MY_SITUATION_THEN_QUESTION, 0.6, name="personal.my_situation_then_question"),
+    _p("knowledge", _MY_SITUATION_THEN_QUESTION, 0.9, TARGET_CORPUS, name="knowledge.my_situation_then_question"),
     # "my flight to madrid what time it leave": a fragment about the user's thing, then the question word
     _p("personal", r"^\W*(?:my|our)\s+[^?.!,]{2,40}\s(?:what|which|when|where|who|how)\b", 0.6,
        name="personal.my_x_what"),
     # "given the budget we talked about, should I ...", "since the lease ends in june, when should I ..."
-    _p("knowledge", r"^\W*(?:given|considering|based\s+on|since)\s+(?:the|that|{_NAME}'s)\b[^?]*?,\s*"
-                    r"(?:what|which|how|when|where|is|are|can|should|would|do|does|any)\b".replace("{_NAME}", _NAME), 0.9,
+    _p("knowledge", rf"^\W*(?:given|considering|based\s+on|since)\s+(?:the|that|{_NAME}'s)\b[^?]*?,\s*"
+                    r"(?:what|which|how|when|where|is|are|can|should|would|do|does|any)\b", 0.9,
        TARGET_CORPUS, name="knowledge.given_the_x_question"),
     _p("personal", r"^\W*(?:given|considering|based\s+on|since|with)\s+(?:the|that)\s+[\w-]+(?:\s+[\w-]+)?\s*"
                    r"(?:we|i|you)?\b[^?]*?,", 0.6, name="personal.given_the_x"),
