@@ -600,16 +600,19 @@ class ChatRecall(_AsyncMixin):
         cfg = self.retrieval_config
         if cfg.recent_turns == 0:
             return ()
+        count = self.token_counter.count
         with st.lock:
-            positions = st.index.session_positions(session_id)[-cfg.recent_turns:]
-            recs = [st.index.records[p] for p in positions]
+            positions = st.index.session_positions(session_id)[-cfg.recent_turns:].tolist()
+            recs = [(st.index.records[p], st.index.token_count(p, count)) for p in positions]  # counts cached
         out: list[ScoredItem] = []
         used = 0
-        for rec in reversed(recs):  # newest first, so the oldest is dropped when over the cap
-            text, cut = truncate_to_tokens(rec.text, cfg.recent_turn_max_tokens, self.token_counter)
+        for rec, tokens in reversed(recs):  # newest first, so the oldest is dropped when over the cap
+            cut = tokens > cfg.recent_turn_max_tokens
+            text = rec.text
             if cut:
+                text, cut = truncate_to_tokens(rec.text, cfg.recent_turn_max_tokens, self.token_counter)
+                tokens = count(text)
                 self.metrics.incr("truncations")
-            tokens = self.token_counter.count(text)
             if used + tokens > cfg.recent_max_tokens:
                 self.metrics.incr("truncations")
                 break

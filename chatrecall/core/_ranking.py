@@ -46,7 +46,7 @@ def topk(scores: np.ndarray, k: int) -> np.ndarray:
 
 def topk_nonzero(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the (at most) k largest non-zero scores, best first; sparse-friendly."""
-    nz = np.flatnonzero(scores)
+    nz = np.flatnonzero(scores != 0)  # on a bool mask: several times faster than on floats
     if nz.size == 0:
         return nz.astype(np.int64)
     return nz[topk(scores[nz], k)].astype(np.int64)
@@ -224,7 +224,7 @@ def rank_memories(
             scale = kmax
             if params.keyword_scale == "ideal":  # coverage of the query, not relative to the best turn
                 scale = max(idx.bm25_ideal(query), 1e-9)
-            keyword = np.minimum(keyword / scale, 1.0)
+            np.minimum(np.divide(keyword, scale, out=keyword), 1.0, out=keyword)  # a fresh array: in place
             parts.append(topk_nonzero(keyword, C))
     keys = [e.key for e in entities]
     entity, related = idx.entity_scores(keys)
