@@ -240,14 +240,26 @@ _SUPERLATIVE = _alt(
 # the same question ("what is X and why is it important").
 _IT_NOT_ANAPHORIC = (
     rf"(?!\s+{_DUMMY_ADJ}\s+(?:for\s+[\w\s-]{{1,30}}?\s+)?to\b)"
+    rf"(?!\s+(?:really\s+|actually\s+|generally\s+|ever\s+)?{_DUMMY_ADJ}\s+(?:when|if|that|for)\b)"
+    r"(?!\s+means?\s+(?:when|if|that)\b)"
     r"(?!\s*(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?to\b)"
     r"(?!\s+(?:takes?|took|costs?|means?|worth)\s+(?:\w+\s+)?to\b)"
     r"(?!\s+(?:really\s+|actually\s+)?true\s+(?:that\b|[a-z]))(?!'s\s+(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|humid)\b)"
+    r"(?!\s+called\b)(?!\s+(?:gets?|got|getting|becomes?|became)\s+(?:[a-z]+er|dark|light|cold|hot|warm)\b)"
     r"(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
     r"(?<!\band why is it)(?<!\band why was it)(?<!\band why does it)(?<!\band where is it)"
     r"(?<!\band how is it)(?<!\band how does it)(?<!\band what is it)(?<!\band where does it)"
     r"(?<!\band who does it)(?<!\band what does it)(?<!\band when does it)(?<!\band who is it)"
 )
+
+# Words that make a short "my ..." message a sentence rather than a noun phrase ("my cat is sick", "my
+# flight got moved", "our team won"): auxiliaries, common verbs, and -ed / -ing forms.
+_FRAGMENT_VERB = (r"is|are|was|were|am|be|been|being|isn't|wasn't|has|have|had|do|does|did|don't|doesn't|didn't|"
+                  r"can|can't|could|will|won't|would|should|must|may|might|get|gets|got|go|goes|went|need|needs|"
+                  r"want|wants|love|loves|hate|hates|like|likes|make|makes|made|take|takes|took|just|finally|still|"
+                  r"says|said|thinks|thought|came|comes|left|leaves|won|lost|broke|starts|ran|runs|feel|feels|"
+                  r"looks|seems|hurts|keeps|kept|quit|died|sold|bought|broke|fell|hit|crashed|today|tonight|yesterday|again|"
+                  r"lol|haha|now|tomorrow|next|last|[a-z]{3,}ed|[a-z]{3,}ing|[a-z]+'s\s+(?:been|gone|got|not)")
 
 # Antecedents in the same message, for the pronoun patterns' ``unless_before``: a noun phrase with a
 # determiner ("a steak ... grilling it"), a plural noun ("rabbits ... their nails"), a person ("my mom ... she").
@@ -585,6 +597,12 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"hit|saw|sold|built|drove|flew|heard|held|kept|lost|meant|set|spent|spoke|stood|won|allergic|"
                    r"looking|working|using|taking|[a-z]+ing)\b", 0.7,
        name="personal.thing_i_did"),
+    # the user's own facts named by a clause: "with what I'm on", "what i've saved so far", "what my cardiologist said"
+    _p("personal", r"\bwhat\s+(?:i|we)(?:'m|'ve|'d|\s+am|\s+have|\s+had|\s+was|\s+were|\s+already)?\s+(?:already\s+)?"
+                   r"(?:on|saved|made|earned|spent|cooking|making|eating|taking|listed|said|told|put|paid|got|"
+                   r"planned|packed|bought|ordered)\b|"
+                   r"\bwhat\s+(?:my|our)\s+[\w-]+\s+(?:said|told|says|recommended|prescribed|suggested)\b", 0.7,
+       name="personal.what_i_have"),
     # "what was the error on staging?": a specific past thing, not "what was the cause of ..."
     _p("personal", rf"\bwhat\s+(?:was|were)\s+the\s+(?:{_PERSONAL_NOUN}|error|errors|issue|problem|bug|fix|"
                    r"number|code|command|link|url|address|total|price|cost|score|result|verdict|outcome|plan|"
@@ -601,6 +619,10 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("personal", r"^\W*(?:my|our)\b[^.!?]*\?\W*$", 0.5, name="personal.fragment_my"),
     _p("personal", r"\b(?:of|for|on)\s+(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s*\?\W*$", 0.4,
        name="personal.fragment_of_my"),
+    # a bare noun phrase naming the user's thing is a lookup: "our router model", "my therapist's hours"
+    _p("personal", rf"^\W*(?:my|our)\s+(?!(?:bad|pleasure|god|goodness|gosh|b|turn|fault|mistake)\b)"
+                   rf"(?!(?:[\w'-]+\s+){{0,2}}(?:{_FRAGMENT_VERB})\b)[\w'-]+(?:\s+[\w'-]+){{0,2}}\W*$", 0.8,
+       name="personal.noun_fragment_my"),
     _p("personal", r"\b(?:tell|show|give|send|list|read)\s+me\s+(?:all\s+)?(?:my|our)\b|"
                    r"\b(?:my|our)\s+[\w-]+(?:\s+[\w-]+){0,2}\s+(?:pls|please|plz)\W*$", 0.6,
        name="personal.lookup_my"),
@@ -614,6 +636,11 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("knowledge", r"^\W*(?:will|can|could|would|does|do|is|are)\s+(?:my|our)\s+[\w-]+(?:\s+[\w-]+)?\s+"
                     r"(?:be\s+able|fit|run|work|support|handle|do|pass|survive|last|cover|qualify|need|have|eat|drink|take|"
                     r"affected|compatible|use|meet|get)\b", 0.6, TARGET_CORPUS, name="knowledge.can_my_thing"),
+    # a yes / no question on what the user's thing will do or is like asks for knowledge about it:
+    # "will the pants i ordered shrink", "is my car due for a timing belt", "does my stipend count as income"
+    _p("knowledge", r"^\W*(?:will|would|could|can|does|is|are)\s+(?:my|our|the\s+[\w-]+(?:\s+[\w-]+){0,2}\s+"
+                    r"(?:i|we|i've|we've|i'm|we're|im)\s+[a-z]+)\b", 0.4, TARGET_CORPUS,
+       name="knowledge.yes_no_about_mine"),
     # continuing commands on the last answer: "put those in a table", "expand on point 3", "same but for 6"
     _p("continuity", r"\b(?:put|make|turn|convert|format|sort|rank|send|save|add|shorten|translate)\s+"
                      r"(?:those|these|them|it|that)\b|\bexpand\s+on\b|\b(?:point|step|option|item)\s+\d+\b", 0.6,
@@ -709,6 +736,12 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        -0.6, TARGET_CORPUS, name="knowledge.about_the_last_answer"),
     _p("knowledge", r"\b(?:explain|describe|summarize|compare|list|clarify)\s+(?:that|this|it|those|these|them)\b",
        -0.6, TARGET_CORPUS, name="knowledge.explain_the_last_answer"),
+    # what the user (or the assistant) chose, planned or said earlier is looked up, not researched:
+    # "which vet did we go with", "which recipe was I planning", "which of those did you say was cheaper"
+    _p("knowledge", r"\b(?:did|have|had)\s+(?:i|we|u|you)\s+(?:\w+\s+)?(?:go|went|pick|picked|choose|chose|decide|"
+                    r"settle|book|booked|buy|bought|get|got|order|ordered|end|say|said|suggest|recommend|mention|pay|"
+                    r"paid|set|sign)\b|\b(?:was|were)\s+(?:i|we)\s+(?:planning|going|thinking|supposed)\b",
+       -0.6, TARGET_CORPUS, name="knowledge.past_choice_is_a_lookup"),
     # edits of an earlier output: "cut the cover letter down to one page", "swap the deadlifts for ..."
     _p("continuity", rf"{_EDIT_LEAD}(?:(?:can|could|would)\s+(?:you|u)\s+)?(?:please\s+)?{_EDIT_VERB}\s+"
                      r"(?:the|that|this|it|those|these|them|my|our)\b", 0.6, name="continuity.edit_earlier_output"),
