@@ -41,12 +41,23 @@ def test_dense_topk_is_exact_on_small_indexes() -> None:
 
 
 def test_dense_topk_shortlist_keeps_the_nearest(monkeypatch: pytest.MonkeyPatch) -> None:
-    idx, x = _index(6000, dim=128, seed=1)
+    # A query's nearest memories stand out from the rest (paraphrases, the same topic): groups of 10
+    # around a base vector at MiniLM's dimension. Isotropic Gaussian vectors have no such neighbourhood
+    # (every cosine is near 0), which no sign-bit or graph index can find either. On the speed benchmark's
+    # real MiniLM vectors the same shortlist keeps 99.9% of the exact top 50 at 10K, 99.1% at 100K.
+    rng = np.random.default_rng(1)
+    dim, n = 384, 6000
+    bases = rng.normal(size=(n // 10, dim)).astype(np.float32)
+    x = np.repeat(bases, 10, axis=0) + 0.7 * rng.normal(size=(n, dim)).astype(np.float32)  # group cosine ~0.65
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    idx = UserIndex(dim)
+    idx.add([Record(id=f"r{i}", text=f"turn {i}", user_id="u", session_id="s", role="user", timestamp=1000.0 + i,
+                    seq=i) for i in range(n)], x)
     monkeypatch.setattr(UserIndex, "EXACT_MAX", 500)  # force the sign-bit shortlist path
-    rng = np.random.default_rng(2)
+    assert idx.SHORTLIST_MIN < n / 2, "the shortlist must be a real cut here"
     hits = 0
     for i in range(20):
-        q = x[i * 13] + 0.3 * rng.normal(size=128).astype(np.float32)
+        q = x[i * 13] + (0.5 / np.sqrt(dim)) * rng.normal(size=dim).astype(np.float32)  # a near paraphrase
         q /= np.linalg.norm(q)
         pos, sims = idx.dense_topk(q, 10)
         exact = set(np.argsort(-(x @ q))[:10].tolist())
