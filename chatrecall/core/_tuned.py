@@ -64,7 +64,7 @@ ERROR_FIT_SHARE = 0.3
 # TREC CAsT 2019-2020, iKAT 2023 train. Validation (gate_messages_validation.jsonl, CAsT 2021-2022,
 # iKAT 2023 test) was never used to choose them: benchmarks/results/gate_routes.md.
 #: Multiplier per gate pattern category (missing = 1.0).
-GATE_CATEGORY_WEIGHTS = {"continuity": 1.4, "knowledge": 1.4, "personal": 1.4, "recall": 0.6, "smalltalk": 1.2, "temporal": 0.6}
+GATE_CATEGORY_WEIGHTS = {"continuity": 1.4, "knowledge": 1.4, "personal": 1.2, "recall": 0.8, "smalltalk": 1.2, "temporal": 0.6}
 #: Net memory / corpus score needed to search memory / the corpus.
 GATE_MEMORY_THRESHOLD = 0.5
 GATE_CORPUS_THRESHOLD = 0.5
