@@ -316,7 +316,7 @@ _TIME_DEIXIS = (r"(?:tomorrow|tonight|today|this\s+(?:weekend|week|semester|term
                 r"(?:on|for)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)|so\s+far|anymore)")
 
 #: "my son is 6, what vaccines he need": the user's situation, then a question (read toward memory and the corpus).
-_MY_SITUATION_THEN_QUESTION = (r"^\W*(?:my|our)\s+[^?.!,]{2,60},\s*(?:what|which|how|when|where|is|are|can|should|best|"
+_MY_SITUATION_THEN_QUESTION = (r"^\W*(?:my|our)\s+[^?.!,]{2,60},\s*(?:what|which|how|when|where|why|is|are|can|should|best|"
                                r"any|do|does)\b")
 
 #: Given names and pet names (word list); a question naming one alone is about the user's own people.
@@ -904,7 +904,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     # "why'd you change the variable names": about what the assistant did
     _p("explicit", r"\bwhy(?:'d|\s+did|\s+would)\s+(?:you|u)\b", 0.9, name="explicit.why_did_you"),
     # "i've always wondered why the ocean is salty", "i wonder how ...": curiosity, asked of the documents
-    _p("knowledge", r"(?<=\w\s)(?:wondered|wonder|wondering|curious)\s+(?:about\s+)?(?:why|how|what|when|where|who)\b", 0.9,
+    _p("knowledge", r"(?<=\w\s)(?:wondered|wonder|wondering|curious|to\s+know|to\s+learn|to\s+understand)\s+"
+                    r"(?:about\s+)?(?:why|how|what|when|where|who)\b", 0.9,
        TARGET_CORPUS,
        name="knowledge.i_wonder"),
 
