@@ -54,7 +54,7 @@ def test_dense_topk_shortlist_keeps_the_nearest(monkeypatch: pytest.MonkeyPatch)
     idx.add([Record(id=f"r{i}", text=f"turn {i}", user_id="u", session_id="s", role="user", timestamp=1000.0 + i,
                     seq=i) for i in range(n)], x)
     monkeypatch.setattr(UserIndex, "EXACT_MAX", 500)  # force the sign-bit shortlist path
-    assert idx.SHORTLIST_MIN < n / 2, "the shortlist must be a real cut here"
+    assert n / 2 > idx.SHORTLIST_MIN, "the shortlist must be a real cut here"
     hits = 0
     for i in range(20):
         q = x[i * 13] + (0.5 / np.sqrt(dim)) * rng.normal(size=dim).astype(np.float32)  # a near paraphrase
