@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -350,6 +351,27 @@ def test_refresh_probe_is_skipped_while_the_version_is_unchanged(tmp_path: Path,
     _engine(store, min_records=10**9).add("another engine's turn about Oslo", user_id="u1", session_id="s9")
     hits = cr2.search("Oslo", user_id="u1", k=3)
     assert queries["n"] == 1 and any("Oslo" in h.text for h in hits)  # the probe ran and pulled the new turn
+
+
+def test_fresh_cached_user_is_searched_in_the_calling_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No store call can block a fresh cached user's search, so it skips the pool hand-off; a user another
+    engine wrote since goes through the pool, whose latency budget bounds the freshness probe."""
+    store, _ = _saved(tmp_path)
+    cr2 = _engine(store)
+    seen: list[threading.Thread] = []
+    search = cr2._search_memory
+
+    def spy(*a: Any, **kw: Any) -> Any:
+        seen.append(threading.current_thread())
+        return search(*a, **kw)
+
+    monkeypatch.setattr(cr2, "_search_memory", spy)
+    res = cr2.retrieve("Alice's dog last week", user_id="u1", route="memory")
+    assert res.items and seen[-1] is threading.current_thread()
+    _engine(store, min_records=10**9).add("another engine's turn about Oslo", user_id="u1", session_id="s9")
+    res = cr2.retrieve("the turn about Oslo", user_id="u1", route="memory")
+    assert seen[-1] is not threading.current_thread()
+    assert any("Oslo" in i.text for i in res.items)
 
 
 def test_lazy_table_behaves_like_the_dict_it_replaces() -> None:
