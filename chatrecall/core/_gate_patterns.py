@@ -141,7 +141,7 @@ _EVAL = _alt(
 _DEICTIC_STOP = _alt(
     "is", "was", "are", "were", "be", "been", "being", "s", "isn't", "wasn't", "aren't", "weren't",
     "will", "would", "can", "could", "should", "shall", "might", "may", "must", "does", "did", "do",
-    "has", "have", "had", "doesn't", "didn't", "won't", "wouldn't", "can't", "couldn't", "shouldn't",
+    "has", "have", "had", "doesn't", "didn't", "don't", "dont", "won't", "wouldn't", "can't", "couldn't", "shouldn't",
     "seems", "seemed", "looks", "looked", "sounds", "sounded", "feels", "felt", "makes", "made", "means",
     "meant", "gets", "got", "goes", "went", "works", "worked", "helps", "helped", "happens", "happened",
     "i", "you", "he", "she", "it", "we", "they", "me", "him", "her", "us", "them", "my", "your", "his",
@@ -243,7 +243,7 @@ _IT_NOT_ANAPHORIC = (
     rf"(?!\s+(?:really\s+|actually\s+|generally\s+|ever\s+)?{_DUMMY_ADJ}\s+(?:when|if|that|for)\b)"
     r"(?!\s+means?\s+(?:when|if|that)\b)"
     r"(?!\s*(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?to\b)"
-    r"(?!\s+(?:takes?|took|costs?|means?|worth)\s+(?:\w+\s+)?to\b)"
+    r"(?!\s+(?:takes?|took|taking|costs?|means?|worth)\s+(?:\w+\s+)?to\b)"
     r"(?!\s+(?:really\s+|actually\s+)?true\s+(?:that\b|[a-z]))(?!'s\s+(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|humid)\b)"
     r"(?!\s+called\b)(?!\s+(?:gets?|got|getting|becomes?|became)\s+(?:[a-z]+er|dark|light|cold|hot|warm)\b)"
     r"(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
@@ -493,7 +493,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("continuity", rf"\b(?:this|these)\s+(?!{_DEICTIC_STOP}\b)(?!{_TIME_NOUN}\b)[a-z][\w-]*|"
                      r"\b(?:this|that)\s+all\b", 0.6),
     # demonstrative subject of a question: "did that help?", "isn't that speed?"
-    _p("continuity", rf"{_AFTER_AUX}(?:that|this)\b(?!\s*(?:'s|is|was)\b)(?!\s+true\s+that\b)", 0.6),
+    _p("continuity", rf"{_AFTER_AUX}(?:that|this)\b(?!\s*(?:'s|is|was)\b)(?!\s+true\s+that\b)", 0.6,
+       unless_before=r"\bor\s+(?:is|was|are|does|do|did|would|will)\s+$"),
     # a bare demonstrative pronoun as object or inverted subject: "expand on that?", "is that true?"
     _p("continuity", rf"{_AFTER_DEMONSTRATIVE_CONTEXT}(?:that|this)\b"
                      r"(?=\s*[?.!,;]|\s*$|\s+(?:really|actually|also|too|true(?!\s+that\b)|right|correct|possible|"
@@ -505,7 +506,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                      r"(?=\s*(?:[?.!,;:)]|'s\b|$)|\s+(?:is|was|are|were|that|which|who|from|with|in|on|for|you|i|we|"
                      r"they|has|had|have|does|did|do|would|should|could|can|will|or|and|but|instead|too|again|"
                      r"please|then|now|here|there|better|more|less|over|than|like|by|at)\b)|"
-                     r"\bthe\s+one\b(?!\s+(?:of|another|and only|hand|day|time|thing)\b)", 0.6),
+                     r"\bthe\s+one\b(?!\s+(?:of|another|and only|hand|day|time|thing)\b)", 0.6,
+       unless_before=r"\bbetween\b[^?.!]*\b(?:and|or)\s+(?:a|an|the)?\s*(?:[\w-]+\s+)?$"),
     _p("continuity", r"\b(?:which|any|some|all|each|both|one|none|either|neither|most|many)\s+of\s+"
                      r"(?:these|those|them|the\s+two|the\s+three|the\s+above)\b", 0.6),
     # a pronoun refers back to the conversation only when the message names no antecedent before it
@@ -590,7 +592,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
        name="personal.did_i_or_we"),
     # a relative clause with the user as subject: "the hotel we booked", "the plant my sister gave me"
     _p("personal", r"\b(?:the|that|those|this|what)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}\s+"
-                   r"(?:i|we|i've|we've|i'd|we'd|i'm|we're)\s+(?:just\s+|already\s+)?"
+                   r"(?:i|we|i've|we've|i'd|we'd|i'm|we're)\s+(?:just\s+|already\s+)?(?:been\s+(?=[a-z]+ing\b))?"
                    r"(?:[a-z]+ed|got|had|have|made|bought|saw|took|went|met|ate|paid|sent|wrote|put|left|found|"
                    r"take|drive|own|wear|rent|owe|"
                    r"gave|read|ran|did|chose|picked|tried|signed|use|keep|need|want|am|was|were|doing|on|in|at|"
@@ -645,6 +647,14 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p("continuity", r"\b(?:put|make|turn|convert|format|sort|rank|send|save|add|shorten|translate)\s+"
                      r"(?:those|these|them|it|that)\b|\bexpand\s+on\b|\b(?:point|step|option|item)\s+\d+\b", 0.6,
        name="continuity.command_on_last_answer"),
+    _p("continuity", r"\bthe\s+(?:first|second|third|fourth|last|final|next|opening|closing)\s+(?:paragraph|sentence|"
+                     r"line|bullet|section|part|step|option|point|example|suggestion|draft|version|paragraphs|bullets)\b"
+                     r"(?!\s+of\s+(?:my|our)\b)",
+       0.6, name="continuity.ordinal_part_of_the_answer"),
+    # a demonstrative subject opening the message judges what came before: "hmm that doesn't look right"
+    _p("continuity", rf"^\W*{_LEAD}(?:that|this)\s+(?:doesn't|does\s+not|didn't|isn't|is\s+not|wasn't|won't|can't|"
+                     r"looks?|seems?|sounds?|feels?|should|would|could|might)\b", 0.6,
+       name="continuity.that_opens_the_message"),
     _p("continuity", r"^\W*same\s+(?:but|for|with|again)\b|^\W*what\s+if\s+(?:i|we)\b", 0.6,
        name="continuity.same_but_or_what_if"),
 
