@@ -67,7 +67,8 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              _REPO / "benchmarks" / "data" / "gate_messages_tune11.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune12.jsonl",
              _REPO / "benchmarks" / "data" / "gate_messages_tune13.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune14.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune14.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune15.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
 }
 

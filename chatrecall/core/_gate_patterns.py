@@ -243,7 +243,7 @@ _IT_NOT_ANAPHORIC = (
     rf"(?!\s+(?:really\s+|actually\s+|generally\s+|ever\s+)?{_DUMMY_ADJ}\s+(?:when|if|that|for)\b)"
     r"(?!\s+means?\s+(?:when|if|that)\b)"
     r"(?!\s*(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?to\b)"
-    r"(?!\s+(?:takes?|took|taking|costs?|means?|worth)\s+(?:\w+\s+)?to\b)"
+    r"(?!\s+(?:takes?|took|taking|costs?|means?|worth)\s+(?:for\s+[\w\s-]{1,30}?\s+|\w+\s+)?to\b)"
     r"(?!\s+(?:really\s+|actually\s+)?true\s+(?:that\b|[a-z]))(?!'s\s+(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|humid)\b)"
     r"(?!\s+called\b)(?!\s+(?:gets?|got|getting|becomes?|became)\s+(?:[a-z]+er|dark|light|cold|hot|warm)\b)"
     r"(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
@@ -651,6 +651,9 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                      r"line|bullet|section|part|step|option|point|example|suggestion|draft|version|paragraphs|bullets)\b"
                      r"(?!\s+of\s+(?:my|our)\b)",
        0.6, name="continuity.ordinal_part_of_the_answer"),
+    # "three more like those", "any others like that": more of what the last answer listed
+    _p("continuity", r"\b(?:more|others?|ones|some|any)\s+like\s+(?:those|these|them|that|this)\b", 0.6,
+       name="continuity.more_like_those"),
     # a demonstrative subject opening the message judges what came before: "hmm that doesn't look right"
     _p("continuity", rf"^\W*{_LEAD}(?:that|this)\s+(?:doesn't|does\s+not|didn't|isn't|is\s+not|wasn't|won't|can't|"
                      r"looks?|seems?|sounds?|feels?|should|would|could|might)\b", 0.6,
