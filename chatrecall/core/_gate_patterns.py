@@ -466,10 +466,15 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                  r"the title|the link|the number|the date|the address|the place|the command)\b|"
                  r"\b(?:forgot|forgotten|forget)\b(?!\s+(?:about\s+it|it)\b)|"
                  r"\b(?:can't|cannot|don't|couldn't)\s+(?:remember|recall)\b", 0.8),
-    _p("recall", r"\bagain\W*$|\b(?:tell|show|give|remind)\s+me\s+again\b|\b(?:say|repeat)\s+(?:that|it)\s+again\b|"
+    _p("recall", r"\bagain\s*\?\W*$|\b(?:tell|show|give|remind)\s+me\s+again\b|\b(?:say|repeat)\s+(?:that|it)\s+again\b|"
                  r"\b(?:repeat|summari[sz]e|recap)\s+(?:what|your|our|that|everything|it)\b|"
                  r"\b(?:still\s+have|look\s+back\s+at|scroll\s+(?:up|back))\b|"
                  r"\bwhat(?:'s|\s+is)\s+the\s+name\s+of\s+(?:that|the|this|those)\b", 0.7),
+    # "what was that wine called again" asks to be reminded; "the starter exploded over the counter again"
+    # reports news: a trailing "again" without "?" counts only in a message that opens as a question
+    _p("recall", r"\bagain(?!\s*\?)\W*$", 0.7, name="recall.again_at_the_end",
+       unless_before=r"^(?!\W*(?:[\w']+\W+){0,2}?(?:what|what's|whats|which|who|who's|whos|whose|where|where's|"
+                     r"wheres|when|when's|whens|how|is|are|was|were|did|do|does|can|could)\b)"),
 
     # --- temporal markers -> memory
     _p("temporal", r"\bearlier\b(?!\s+(?:than|today|this|that|in\s+the|on|version|versions|model|models|"
