@@ -107,7 +107,9 @@ class RetrievalConfig:
         top_k: Memories returned by a full memory search.
         phase1_top_k: Memories looked at in the first (memory-only) phase, 2..4.
         phase1_timeout_ms: Latency budget of the first phase; a slower lookup
-            is skipped and recorded.
+            is skipped and recorded. It bounds lookups that may wait on the
+            store; a cached user whose index is known fresh is searched in
+            the calling thread, with no budget to bound.
         useful_score: Final score at which a phase-1 hit counts as useful.
         graph_depth: BFS depth of graph expansion.
         recent_turns: Size of the recent window (always available).
