@@ -1072,14 +1072,12 @@ class ChatRecall(_AsyncMixin):
         t = time.perf_counter()
         items: list[ScoredItem] = []
         try:
-            if timeout_ms is None:
+            # Cached and fresh: nothing can wait on the store, so the search runs here (the hand-off
+            # to the pool thread cost 0.6 ms of a 5 ms retrieve at 10K memories).
+            fresh = timeout_ms is not None and run.st is not None and self._fresh_without_store(run.st, run.user_id)
+            if timeout_ms is None or fresh:
                 search = self._search_memory(run.message, run.qvec, run.entities, run.user_id,
-                                             strategy=run.strategy, k=k, exclude=exclude)
-            elif run.st is not None and self._fresh_without_store(run.st, run.user_id):
-                # Cached and fresh: nothing can wait on the store, so the search runs here (the
-                # hand-off to the pool thread cost 0.6 ms of a 5 ms retrieve at 10K memories).
-                search = self._search_memory(run.message, run.qvec, run.entities, run.user_id,
-                                             strategy=run.strategy, k=k, exclude=exclude, refresh=False)
+                                             strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh)
             else:
                 fut = self._pool.submit(self._search_memory, run.message, run.qvec, run.entities, run.user_id,
                                         strategy=run.strategy, k=k, exclude=exclude)
