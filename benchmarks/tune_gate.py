@@ -5,23 +5,40 @@ Tune split: ``benchmarks/data/gate_messages_tune*.jsonl`` (fifteen sets, 4-way r
 looked at while choosing: ``gate_messages_validation.jsonl`` (written before the
 gate changed), CAsT 2021-2022, iKAT 2023 test.
 
-The search is a coordinate descent over a few category multipliers, the two
-thresholds and ``both_margin``; the objective is the tune split's 4-way route
-accuracy plus the mean "needs memory" F1 on CAsT / iKAT tune, with a penalty when
-needs-memory recall on the tune messages falls under 0.95 (a personal question
-left unanswered is the costliest mistake). The chosen values are written into the
-``gate`` block of ``chatrecall/core/_tuned.py``; the report goes to
-``benchmarks/results/gate_routes.{json,md}``.
+Two steps, both on the tune split only:
+
+1. The pattern-score constants (used as they are with ``GateConfig(learned=False)``,
+   and as features of step 2): a coordinate descent over a few category
+   multipliers, the two thresholds and ``both_margin``; the objective is the tune
+   split's 4-way route accuracy plus the mean "needs memory" F1 on CAsT / iKAT
+   tune, with a penalty when needs-memory recall on the tune messages falls under
+   0.95 (a personal question left unanswered is the costliest mistake). Written
+   into the ``gate`` block of ``chatrecall/core/_tuned.py``.
+2. The learned combiner (the default route): two L2-regularised logistic heads
+   (needs memory, needs the corpus) over the features of ``chatrecall.core._gate_model``,
+   trained on the tune messages. CAsT / iKAT tune may join the memory head with
+   their pattern features only (their words describe search-engine queries, not
+   chat: with them, "the" and "?" become memory evidence), at a sample weight.
+   Features seen fewer than ``MIN_COUNT`` times are dropped. The regularisation
+   ``C`` and that weight are chosen by leave-one-set-out 4-way route accuracy over
+   the tune message sets (each set was written by a different author). Written to
+   ``chatrecall/data/gate_model.json`` with its provenance. Needs scikit-learn
+   (installed with sentence-transformers).
+
+The report (every split: tune in-sample, validation and the blind sets held out)
+goes to ``benchmarks/results/gate_routes.{json,md}``.
 
 Usage::
 
     python benchmarks/tune_gate.py            # tune, write _tuned.py, report
     python benchmarks/tune_gate.py --report   # report the current constants only
+    python benchmarks/tune_gate.py --model    # keep the constants, retrain the combiner, report
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -31,14 +48,17 @@ from typing import Any
 from chatrecall._bench._routes import (
     CAST_SPLITS,
     IKAT_SPLITS,
+    MESSAGE_FILES,
     _load_binary,
     binary_metrics,
+    load_messages,
     load_split,
     render_markdown,
     route_metrics,
     run_routes,
 )
 from chatrecall.core import Gate, GateConfig
+from chatrecall.core._gate_model import MODEL_FILE, LinearRouter, feature_items
 
 REPO = Path(__file__).resolve().parents[1]
 TUNED = REPO / "chatrecall" / "core" / "_tuned.py"
@@ -49,6 +69,11 @@ CATEGORIES = ("personal", "continuity", "knowledge", "statement", "recall", "tem
 GRID_MULT = (0.6, 0.8, 1.0, 1.2, 1.4)
 GRID_THRESHOLD = (0.4, 0.45, 0.5, 0.55, 0.6)
 GRID_MARGIN = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+#: Combiner: regularisation grid (chosen by leave-one-set-out), least feature count.
+GRID_C = (1.0, 3.0, 10.0, 30.0)
+GRID_BINARY_WEIGHT = (0.0, 1.0)
+MIN_COUNT = 2
+MODEL_PATH = REPO / "chatrecall" / "data" / MODEL_FILE
 
 
 def _tune_data() -> dict[str, Any]:
@@ -63,7 +88,7 @@ def _tune_data() -> dict[str, Any]:
 
 def objective(params: dict[str, Any], data: dict[str, Any]) -> float:
     cfg = GateConfig(category_weights=params["category_weights"], memory_threshold=params["memory_threshold"],
-                     corpus_threshold=params["corpus_threshold"], both_margin=params["both_margin"])
+                     corpus_threshold=params["corpus_threshold"], both_margin=params["both_margin"], learned=False)
     gate = Gate(cfg)
     m = route_metrics(data["messages"], lambda t: gate.decide(t).route.value)
     f1s = [binary_metrics(*data[k], lambda t: gate.decide(t).route.wants_memory)["f1"] for k in ("cast", "ikat")]
@@ -98,6 +123,98 @@ def tune() -> dict[str, Any]:
     return params
 
 
+def _feature_dict(gate: Gate, text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in feature_items(*gate._features(text)):
+        out[key] = out.get(key, 0.0) + value
+    return out
+
+
+def _fit(x_mem: Any, y_mem: Any, x_corp: Any, y_corp: Any, c: float, w_mem: Any = None) -> tuple[Any, Any]:
+    try:
+        from sklearn.linear_model import LogisticRegression
+    except ImportError as exc:  # pragma: no cover - dev tool
+        raise SystemExit("tune_gate.py trains the combiner with scikit-learn: pip install scikit-learn") from exc
+    head_m = LogisticRegression(C=c, max_iter=5000).fit(x_mem, y_mem, sample_weight=w_mem)
+    head_c = LogisticRegression(C=c, max_iter=5000).fit(x_corp, y_corp)
+    return head_m, head_c
+
+
+def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, Any]]:
+    """Train the combiner on the tune split (features from ``gate``, a ``learned=False`` gate)."""
+    import numpy as np
+    from scipy.sparse import vstack
+    from sklearn.feature_extraction import DictVectorizer
+
+    sets = [(p.name, load_messages(p)) for p in MESSAGE_FILES["tune"] if p.exists()]
+    data = _tune_data()
+    btexts = data["cast"][0] + data["ikat"][0]
+    blabels = np.asarray(data["cast"][1] + data["ikat"][1], dtype=bool)
+    feats = {m.text: _feature_dict(gate, m.text) for _, msgs in sets for m in msgs}
+    # CAsT / iKAT rows: pattern features only (see the module docstring)
+    bfeats = [{k: v for k, v in _feature_dict(gate, t).items() if not k.startswith(("u:", "b:"))} for t in btexts]
+
+    def fit(train_msgs: list[Any], c: float, bw: float) -> tuple[Any, Any, Any]:
+        rows = [feats[m.text] for m in train_msgs]
+        extra = bfeats if bw > 0 else []
+        counts: dict[str, int] = {}
+        for f in rows + extra:
+            for k in f:
+                counts[k] = counts.get(k, 0) + 1
+        keep = {k for k, n in counts.items() if n >= MIN_COUNT}
+        dv = DictVectorizer().fit([{k: v for k, v in f.items() if k in keep} for f in rows + extra])
+        x = dv.transform(rows)
+        y = np.asarray([m.route for m in train_msgs])
+        y_mem = np.isin(y, ["memory", "both"])
+        if extra:
+            head_m, head_c = _fit(vstack([x, dv.transform(extra)]), np.concatenate([y_mem, blabels]), x,
+                                  np.isin(y, ["corpus", "both"]), c,
+                                  np.concatenate([np.ones(len(rows)), np.full(len(extra), bw)]))
+        else:
+            head_m, head_c = _fit(x, y_mem, x, np.isin(y, ["corpus", "both"]), c)
+        return dv, head_m, head_c
+
+    def accuracy(model: tuple[Any, Any, Any], msgs: list[Any]) -> float:
+        dv, head_m, head_c = model
+        x = dv.transform([feats[m.text] for m in msgs])
+        pm, pc = head_m.decision_function(x) >= 0, head_c.decision_function(x) >= 0
+        pred = np.where(pm & pc, "both", np.where(pm, "memory", np.where(pc, "corpus", "none")))
+        return float(np.mean(pred == np.asarray([m.route for m in msgs])))
+
+    lofo: dict[tuple[float, float], float] = {}
+    for c in GRID_C:
+        for bw in GRID_BINARY_WEIGHT:
+            accs = []
+            for name, msgs in sets:
+                train = [m for other, ms in sets if other != name for m in ms]
+                accs.append(accuracy(fit(train, c, bw), msgs))
+            lofo[c, bw] = float(np.mean(accs))
+            log(f"combiner C={c} CAsT/iKAT weight={bw}: leave-one-set-out route accuracy {lofo[c, bw]:.4f}")
+    best_c, best_bw = max(lofo, key=lambda cb: (lofo[cb], -cb[0]))
+    all_msgs = [m for _, ms in sets for m in ms]
+    dv, head_m, head_c = fit(all_msgs, best_c, best_bw)
+    names = dv.get_feature_names_out()
+    weights = {str(n): (float(a), float(b)) for n, a, b in zip(names, head_m.coef_[0], head_c.coef_[0]) if a or b}
+    provenance = {
+        "script": "benchmarks/tune_gate.py",
+        "trained_on": [n for n, _ in sets] + (["TREC CAsT 2019-2020 and iKAT 2023 train (memory head, pattern "
+                                                "features only)"] if best_bw > 0 else []),
+        "never_seen": ["gate_messages_validation.jsonl", "gate_messages_blind16.jsonl", "gate_messages_blind17.jsonl",
+                       "CAsT 2021-2022", "iKAT 2023 test"],
+        "messages": len(all_msgs), "binary_examples": len(btexts), "features": len(weights),
+        "min_count": MIN_COUNT, "C": best_c, "cast_ikat_weight": best_bw,
+        "leave_one_set_out_accuracy": {f"C={c} cast_ikat_weight={bw}": round(a, 4) for (c, bw), a in lofo.items()},
+        "pattern_constants": "the gate block of chatrecall/core/_tuned.py at training time",
+    }
+    router = LinearRouter(weights, (float(head_m.intercept_[0]), float(head_c.intercept_[0])), provenance)
+    return router, provenance
+
+
+def write_model(router: LinearRouter) -> None:
+    MODEL_PATH.write_text(json.dumps(router.to_json(), separators=(",", ":"), sort_keys=True) + "\n",
+                          encoding="utf-8")
+
+
 def write_tuned(params: dict[str, Any]) -> None:
     block = (
         "# BEGIN gate (generated by benchmarks/tune_gate.py)\n"
@@ -122,25 +239,38 @@ def write_tuned(params: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--report", action="store_true", help="only report the current constants")
+    ap.add_argument("--model", action="store_true", help="keep the pattern constants, retrain the combiner")
     args = ap.parse_args(argv)
-    if not args.report:
+    if not args.report and not args.model:
         params = tune()
         print("chosen on tune split:", params)
         write_tuned(params)
     import importlib
 
+    import chatrecall.core._gate_model as gate_model
     import chatrecall.core._tuned as tuned
 
     importlib.reload(tuned)  # score the values just written (the module was imported before they were)
     cfg = GateConfig(category_weights=tuned.GATE_CATEGORY_WEIGHTS, memory_threshold=tuned.GATE_MEMORY_THRESHOLD,
-                     corpus_threshold=tuned.GATE_CORPUS_THRESHOLD, both_margin=tuned.GATE_BOTH_MARGIN)
-    res = run_routes(Gate(cfg), data_dir=DATA)
-    for split in res["messages"].values():
+                     corpus_threshold=tuned.GATE_CORPUS_THRESHOLD, both_margin=tuned.GATE_BOTH_MARGIN, learned=False)
+    splits = ("tune", "validation", "blind")
+    patterns_only = run_routes(Gate(cfg), data_dir=DATA, splits=splits)
+    if not args.report:
+        router, provenance = train_model(Gate(cfg))
+        print("combiner:", provenance)
+        write_model(router)
+        gate_model._DEFAULT = None  # load the file just written
+    res = run_routes(Gate(dataclasses.replace(cfg, learned=True)), data_dir=DATA, splits=splits)
+    res["patterns_only"] = {k: patterns_only[k] for k in ("messages", "cast", "ikat")}
+    for split in [*res["messages"].values(), *res["patterns_only"]["messages"].values()]:
         split.pop("errors", None)  # misrouted messages are not kept: validation texts must not steer patterns
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
-    md = ("# Gate routes: tune vs validation\n\nConstants chosen on the tune split only "
-          "(`benchmarks/tune_gate.py`); validation rows are held out.\n\n" + render_markdown(res))
+    md = ("# Gate routes: tune vs held out\n\nConstants and the learned combiner chosen on the tune split only "
+          "(`benchmarks/tune_gate.py`); tune rows are in-sample, validation and blind rows are held out "
+          "(never tuned on).\n\n## Default gate (learned combiner)\n\n" + render_markdown(res)
+          + "\n## Patterns only (`GateConfig(learned=False)`), same run\n\n"
+          + render_markdown(res["patterns_only"]))
     OUT.with_suffix(".md").write_text(md, encoding="utf-8")
     print(md)
     return 0

@@ -7,9 +7,13 @@ pushes toward a target (``memory``, ``corpus`` or ``none``); the summed scores
 are compared with thresholds to pick a :class:`Route`.
 
 Scoring: ``memory_score``/``corpus_score`` are the summed weights of the
-memory/corpus patterns that fired; small-talk (``none``) weights are subtracted
-from both before comparing with the thresholds, and a correction always
-searches memory. Route ``both`` when both pass.
+memory/corpus patterns that fired. By default (``GateConfig.learned``) a learned
+combiner (:mod:`._gate_model`: two logistic heads over the patterns that fired,
+those sums and the message's words, trained on the tune split) turns them into
+P(needs memory) and P(needs the corpus), each compared with its threshold.
+With ``learned=False`` the sums decide alone: small-talk (``none``) weights are
+subtracted from both before comparing with the thresholds. Either way a
+correction always searches memory, and the route is ``both`` when both pass.
 
 Speed (pure Python; p50 about 10-15 µs per message on a 2-core VM): the
 message is lowercased and split into words once. Each pattern is indexed by the words a match can begin
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ._errors import ConfigError, InvalidInputError
+from ._gate_model import LinearRouter, RouterTables, load_default_router
 from ._gate_pattern import CORRECTION, TARGET_CORPUS, TARGET_MEMORY, TARGET_NONE, GatePattern
 from ._gate_patterns import DEFAULT_PATTERNS
 from ._regex_index import MODE_AT as _MODE_AT
@@ -39,7 +44,10 @@ from ._regex_index import needs_ignorecase as _needs_ignorecase
 from ._tuned import (
     GATE_BOTH_MARGIN,
     GATE_CATEGORY_WEIGHTS,
+    GATE_CORPUS_PROBABILITY,
     GATE_CORPUS_THRESHOLD,
+    GATE_EXTRA_PATTERN_LOGIT,
+    GATE_MEMORY_PROBABILITY,
     GATE_MEMORY_THRESHOLD,
 )
 from ._types import GateDecision, GateReason, Route
@@ -82,6 +90,19 @@ class GateConfig:
             if its net score passes ``corpus_threshold`` by this margin: a
             question form alone ("what", "is") does not make a memory question
             need documents, an explicit knowledge request on top of it does.
+        learned: Route with the learned combiner: P(needs memory) and
+            P(needs the corpus) from the patterns that fired, their summed
+            weights and the message's words. ``False`` routes on the summed
+            pattern weights and the thresholds above alone (fully hand-set).
+            ``None`` (default): learned when ``patterns`` is the default set
+            (the combiner was trained on its pattern names), pattern scores
+            otherwise. Patterns in ``extra_patterns`` count in both modes: in
+            learned mode each adds ``GATE_EXTRA_PATTERN_LOGIT`` (4.0) per unit
+            of weight to its target's logit (a ``none`` pattern lowers both).
+        memory_probability: P(needs memory) at or above which memory is
+            searched (``learned`` mode).
+        corpus_probability: P(needs the corpus) at or above which the corpus
+            is searched (``learned`` mode).
     """
 
     patterns: tuple[GatePattern, ...] = field(default_factory=lambda: DEFAULT_PATTERNS)  # keeps help() short
@@ -91,8 +112,17 @@ class GateConfig:
     category_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType(dict(GATE_CATEGORY_WEIGHTS)))
     confidence_slope: float = 4.0
     both_margin: float = GATE_BOTH_MARGIN
+    learned: bool | None = None
+    memory_probability: float = GATE_MEMORY_PROBABILITY
+    corpus_probability: float = GATE_CORPUS_PROBABILITY
 
     def __post_init__(self) -> None:
+        if self.learned is not None and not isinstance(self.learned, bool):
+            raise ConfigError(f"learned={self.learned!r} is invalid: must be True, False or None (auto)")
+        for name in ("memory_probability", "corpus_probability"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 < v < 1.0:
+                raise ConfigError(f"{name}={v!r} is invalid: must be a probability strictly between 0 and 1")
         for name in ("patterns", "extra_patterns"):
             value = getattr(self, name)
             if not isinstance(value, (tuple, list)) or not all(isinstance(p, GatePattern) for p in value):
@@ -100,6 +130,8 @@ class GateConfig:
             object.__setattr__(self, name, tuple(value))
         if not self.patterns and not self.extra_patterns:
             raise ConfigError("patterns=() is invalid: the gate needs at least one pattern")
+        if self.learned is None:
+            object.__setattr__(self, "learned", self.patterns is DEFAULT_PATTERNS)
         bm = self.both_margin
         if not isinstance(bm, (int, float)) or isinstance(bm, bool) or not math.isfinite(bm) or bm < 0:
             raise ConfigError(f"both_margin={bm!r} is invalid: must be a finite number >= 0")
@@ -122,7 +154,8 @@ class GateConfig:
         return (f"GateConfig(patterns={pats}, extra_patterns=<{len(self.extra_patterns)} patterns>, "
                 f"memory_threshold={self.memory_threshold!r}, corpus_threshold={self.corpus_threshold!r}, "
                 f"category_weights={dict(self.category_weights)!r}, confidence_slope={self.confidence_slope!r}, "
-                f"both_margin={self.both_margin!r})")
+                f"both_margin={self.both_margin!r}, learned={self.learned!r}, "
+                f"memory_probability={self.memory_probability!r}, corpus_probability={self.corpus_probability!r})")
 
 
 
@@ -138,6 +171,10 @@ _REASON_CACHE = 16384
 
 def _by_position(f: tuple[int, int, GateReason]) -> tuple[int, int]:
     return f[0], f[1]
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
 
 
 def _sigmoid(x: float) -> float:
@@ -191,7 +228,7 @@ class Gate:
     """
 
     __slots__ = ("_always", "_config", "_fallback", "_first", "_lazy", "_pats", "_reasons", "_words", "_mt", "_ct",
-                 "_slope", "_bm", "_unless", "_unless_ids")
+                 "_slope", "_bm", "_unless", "_unless_ids", "_router", "_tables", "_pm_logit", "_pc_logit")
 
     def __init__(self, config: GateConfig | None = None) -> None:
         if config is None:
@@ -207,11 +244,15 @@ class Gate:
         search: dict[str, list[int]] = {"": []}
         fallback: list[int] = []
         unless: dict[int, re.Pattern[str]] = {}
-        for pat in config.patterns + config.extra_patterns:
+        extra_from = len(config.patterns)
+        extras: list[tuple[int, int, float]] = []  # (index, target, weight) of the user's extra patterns
+        for n_pat, pat in enumerate(config.patterns + config.extra_patterns):
             w = float(pat.weight) * float(cw.get(pat.category, 1.0))
             if w == 0.0:
                 continue  # disabled category: do not even run it
             i = len(pats)
+            if n_pat >= extra_from:
+                extras.append((i, _TARGET_CODE[pat.target], w))
             flags = re.IGNORECASE if _needs_ignorecase(pat.regex) else 0
             rx = re.compile(pat.regex, flags)
             pats.append((rx, pat.category, pat.regex, w, _TARGET_CODE[pat.target], pat.category == CORRECTION,
@@ -272,6 +313,18 @@ class Gate:
         self._slope = float(config.confidence_slope)
         self._bm = float(config.both_margin)
         self._lazy = tuple(shared.values())
+        self._router: LinearRouter | None = load_default_router() if config.learned else None
+        self._tables: RouterTables | None = None
+        if self._router is not None:
+            tb = self._router.tables([p[6] for p in pats])
+            push = list(tb.pats)
+            for i, target, w in extras:  # a pattern the combiner never saw pushes its target's logit
+                x = GATE_EXTRA_PATTERN_LOGIT * w
+                push[i] = (x, 0.0) if target == _T_MEMORY else (0.0, x) if target == _T_CORPUS else (-x, -x)
+            tb.pats = tuple(push)
+            self._tables = tb
+        self._pm_logit = _logit(config.memory_probability)
+        self._pc_logit = _logit(config.corpus_probability)
 
     def warm(self) -> int:
         """Compile every merged regex now instead of on first use (about 0.6 s on a 2-core VM).
@@ -316,10 +369,12 @@ class Gate:
         spans: dict[int, tuple[int, int]] = {}
         searched = self._always
         is_first = True
+        words: list[str] = []
         # One pass over the words; the patterns that can start at a word are
         # all tried there with one call, the rest are searched once below.
         for tok in _TOKEN.finditer(low):
             word = tok[0]
+            words.append(word)
             if is_first:
                 is_first = False
                 merged = self._first.get(word)
@@ -379,7 +434,72 @@ class Gate:
                     reasons.clear()
                 reason = reasons[(i, text)] = GateReason(category, regex, w, text, name)
             fired.append((start, i, reason))
-        return self._verdict(mem, corp, none, correction, fired)
+        tb = self._tables
+        if tb is None:
+            return self._verdict(mem, corp, none, correction, fired)
+        # the combiner's logits: the features of _gate_model.feature_items, summed inline
+        lm, lc = tb.bias
+        ms, cs, ns = tb.ms, tb.cs, tb.ns
+        lm += mem * ms[0] + corp * cs[0] + none * ns[0]
+        lc += mem * ms[1] + corp * cs[1] + none * ns[1]
+        tp = tb.pats
+        for i in spans:
+            lm += tp[i][0]
+            lc += tp[i][1]
+        uni, bi = tb.uni.get, tb.bi.get
+        e: tuple[float, float] | None
+        if "?" in low:
+            e = uni("?")
+            if e is not None:
+                lm += e[0]
+                lc += e[1]
+        prev = "<s>"
+        for word in words:
+            e = uni(word)
+            if e is not None:
+                lm += e[0]
+                lc += e[1]
+            nxt = bi(prev)
+            if nxt is not None:
+                e = nxt.get(word)
+                if e is not None:
+                    lm += e[0]
+                    lc += e[1]
+            prev = word
+        nxt = bi(prev)
+        if nxt is not None:
+            e = nxt.get("</s>")
+            if e is not None:
+                lm += e[0]
+                lc += e[1]
+        return self._learned_verdict(lm, lc, mem, corp, correction, fired)
+
+    def explain_learned(self, message: str) -> list[tuple[str, float, float]]:
+        """The learned combiner's view of ``message``: (feature, memory logit part, corpus logit part),
+        strongest first. Empty when ``GateConfig.learned`` is off.
+
+        Raises:
+            InvalidInputError: ``message`` is not a str, or is empty/whitespace.
+        """
+        if self._router is None:
+            self.decide(message)  # validates
+            return []
+        return self._router.contributions(*self._features(message))
+
+    def _features(self, message: str) -> tuple[list[str], bool, list[str], float, float, float]:
+        """The combiner's inputs for ``message`` (what :meth:`decide` feeds it): words, "?", fired
+        pattern names and the memory / corpus / none sums. The training script reads them here."""
+        d = self.decide(message)
+        low = (message.replace("\u2019", "'")).lower()
+        sums = [0.0, 0.0, 0.0]  # indexed by _T_MEMORY, _T_CORPUS, _T_NONE
+        by_name = {p[6]: p for p in self._pats}
+        names = []
+        for r in d.reasons:
+            _, _, _, w, target, _, name = by_name[r.name]
+            names.append(name)
+            sums[target] += w
+        mem, corp, none = sums[_T_MEMORY], sums[_T_CORPUS], sums[_T_NONE]
+        return _TOKEN.findall(low), "?" in low, names, mem, corp, none
 
     def _drop_resolved(self, low: str, spans: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
         """Drop matches whose ``unless_before`` regex is found earlier in the message."""
@@ -388,6 +508,25 @@ class Gate:
         for i in drop:
             del spans[i]
         return spans
+
+    def _learned_verdict(self, lm: float, lc: float, mem: float, corp: float, correction: bool,
+                         fired: list[tuple[int, int, GateReason]]) -> GateDecision:
+        want_mem = lm >= self._pm_logit or correction
+        want_corp = lc >= self._pc_logit
+        pm, pc = _sigmoid(lm), _sigmoid(lc)
+        if want_mem and want_corp:
+            route, conf = Route.BOTH, min(max(pm, 0.5 if correction else pm), pc)
+        elif want_mem:
+            route, conf = Route.MEMORY, max(pm, 0.5) if correction else pm
+        elif want_corp:
+            route, conf = Route.CORPUS, pc
+        else:
+            route, conf = Route.NONE, min(1.0 - pm, 1.0 - pc)
+        if len(fired) > 1:
+            fired.sort(key=_by_position)
+        return GateDecision(route=route, confidence=conf, memory_score=mem, corpus_score=corp,
+                            reasons=tuple(f[2] for f in fired), correction=correction,
+                            memory_probability=pm, corpus_probability=pc)
 
     def _verdict(self, mem: float, corp: float, none: float, correction: bool,
                  fired: list[tuple[int, int, GateReason]]) -> GateDecision:

@@ -179,6 +179,9 @@ class GateDecision:
         corpus_score: Sum of the weights of corpus patterns that fired.
         reasons: Every pattern that fired.
         correction: True when the message corrects an earlier answer.
+        memory_probability: The learned combiner's P(needs memory), or None
+            when the gate routes on pattern scores alone (``learned=False``).
+        corpus_probability: Its P(needs the corpus), or None.
     """
 
     route: Route
@@ -187,13 +190,18 @@ class GateDecision:
     corpus_score: float
     reasons: tuple[GateReason, ...] = ()
     correction: bool = False
+    memory_probability: float | None = None
+    corpus_probability: float | None = None
 
     def explain(self) -> str:
         """One line per reason, for logs and the CLI."""
+        learned = ""
+        if self.memory_probability is not None and self.corpus_probability is not None:
+            learned = f" p(memory)={self.memory_probability:.2f} p(corpus)={self.corpus_probability:.2f}"
         if not self.reasons:
-            return f"route={self.route.value}: no trigger pattern fired"
+            return f"route={self.route.value}{learned}: no trigger pattern fired"
         parts = [f"{r.category}:{r.match!r}({r.weight:+.2f})" for r in self.reasons]
-        return f"route={self.route.value} conf={self.confidence:.2f}: " + ", ".join(parts)
+        return f"route={self.route.value} conf={self.confidence:.2f}{learned}: " + ", ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
