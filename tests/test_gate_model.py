@@ -140,3 +140,13 @@ def test_router_round_trips_through_json() -> None:
     args = (["my", "cat"], False, (), 0.0, 0.0, 0.0)
     assert back.logits(*args) == pytest.approx(r.logits(*args))
     assert back.provenance == {"script": "x"}
+
+
+def test_a_question_the_combiner_would_leave_unsearched_keeps_the_pattern_route(gate: Gate) -> None:
+    msg = "remember how kubernetes schedules pods onto nodes?"
+    d = gate.decide(msg)
+    assert d.memory_probability is not None and d.memory_probability < 0.5
+    assert d.corpus_probability is not None and d.corpus_probability < 0.5
+    assert d.route is Gate(GateConfig(learned=False)).decide(msg).route is not Route.NONE
+    # the rule is for questions only: the same words as a statement stay with the combiner
+    assert gate.decide(msg.rstrip("?")).route is Route.NONE

@@ -27,6 +27,7 @@ are searched on every message (correct, just slower).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -472,6 +473,13 @@ class Gate:
             if e is not None:
                 lm += e[0]
                 lc += e[1]
+        if lm < self._pm_logit and lc < self._pc_logit and not correction and "?" in low:
+            # Safety rule: a question the combiner would leave unsearched keeps the pattern scores'
+            # route when they search (leave-one-set-out neutral: 0.9485 -> 0.9487; it guards the
+            # costliest mistake, a question left unanswered).
+            d = self._verdict(mem, corp, none, correction, fired)
+            if d.route is not Route.NONE:
+                return dataclasses.replace(d, memory_probability=_sigmoid(lm), corpus_probability=_sigmoid(lc))
         return self._learned_verdict(lm, lc, mem, corp, correction, fired)
 
     def explain_learned(self, message: str) -> list[tuple[str, float, float]]:
