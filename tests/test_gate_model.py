@@ -150,3 +150,9 @@ def test_a_question_the_combiner_would_leave_unsearched_keeps_the_pattern_route(
     assert d.route is Gate(GateConfig(learned=False)).decide(msg).route is not Route.NONE
     # the rule is for questions only: the same words as a statement stay with the combiner
     assert gate.decide(msg.rstrip("?")).route is Route.NONE
+
+
+def test_a_question_word_first_counts_as_a_question_for_the_safety_rule(gate: Gate) -> None:
+    d = gate.decide("when's the move")
+    assert d.memory_probability is not None and d.memory_probability < 0.5
+    assert d.route is not Route.NONE, d.explain()

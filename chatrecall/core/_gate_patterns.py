@@ -13,7 +13,7 @@ from importlib import resources
 
 from ._gate_pattern import CORRECTION, TARGET_CORPUS, TARGET_MEMORY, TARGET_NONE, GatePattern
 
-__all__ = ["DEFAULT_PATTERNS"]
+__all__ = ["DEFAULT_PATTERNS", "QUESTION_OPENERS"]
 
 def _alt(*words: str) -> str:
     """Non-capturing alternation, longest first so a longer phrase wins.
@@ -990,3 +990,11 @@ def _named(patterns: tuple[GatePattern, ...]) -> tuple[GatePattern, ...]:
 
 
 DEFAULT_PATTERNS = _named(DEFAULT_PATTERNS)
+
+
+#: First words that make a message a question even without "?" ("when's the move"): the gate's safety
+#: rule keeps the pattern scores' route for such a message when the learned combiner would search nothing.
+QUESTION_OPENERS: tuple[str, ...] = (
+    "when", "what", "who", "where", "which", "how", "why", "whose", "is", "are", "do", "does", "did", "can",
+    "could", "will", "would", "should", "has", "have",
+)
