@@ -181,3 +181,19 @@ def test_store_down_cached_index_still_serves_memory(tmp_path: Path, st_embedder
         assert res.route is Route.MEMORY
     finally:
         cr.close()
+
+
+def test_a_name_question_finds_whose_name_not_any_name(tmp_path: Path, st_embedder: Any) -> None:
+    # "name" names what is asked for; the answer ("my daughter Ines is 7") rarely repeats it, while an
+    # unrelated turn that says "her name is" does. The query word counts for a quarter of its BM25 weight.
+    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    try:
+        said = ["I run a small bakery called Crumb & Co", "my daughter Ines is 7 and allergic to sesame",
+                "hired a second baker, her name is Keely", "Keely works tue to sat, 6am to 2pm"]
+        engine.add_many([Turn(text=t, user_id="b", session_id="s1", role="user", timestamp=T0 + i * 60)
+                         for i, t in enumerate(said)])
+        res = engine.retrieve("what's my daughter's name again", user_id="b", session_id="s2")
+        assert res.route.wants_memory, res.explain()
+        assert "Ines" in _texts(res)[0], res.explain()
+    finally:
+        engine.close()

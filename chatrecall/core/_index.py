@@ -12,10 +12,11 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, MutableSequence, Sequence
+from importlib import resources
 
 import numpy as np
 
-from ._tuned import BM25_B, BM25_K1
+from ._tuned import ANSWER_TYPE_TERM_WEIGHT, BM25_B, BM25_K1
 from ._types import Record
 
 __all__ = ["UserIndex", "tokenize"]
@@ -90,6 +91,16 @@ def tokenize(text: str) -> list[str]:
             out.extend(_stem(p) for p in (x.casefold() for x in _CAMEL_PART.findall(raw)) if len(p) > 2
                        and p not in _STOP)
     return out
+
+
+def _answer_type_terms() -> dict[str, float]:
+    text = resources.files("chatrecall").joinpath("data/answer_type_words.txt").read_text(encoding="utf-8")
+    words = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return {t: ANSWER_TYPE_TERM_WEIGHT for w in words for t in tokenize(w)}
+
+
+#: Query terms naming what is asked for ("name", "called", "number"), with their BM25 weight factor.
+_ANSWER_TYPE = _answer_type_terms()
 
 
 class UserIndex:
@@ -503,7 +514,7 @@ class UserIndex:
                 continue
             docs, tf = post
             df = docs.size
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * _ANSWER_TYPE.get(term, 1.0)
             # length norm of the posting's positions only (not a pass over every memory);
             # a posting list holds each position once, so a fancy-index add is exact
             scores[docs] += (qtf * idf * (self.K1 + 1.0)) * tf / (tf + (k_base + k_len * dl[docs]))
@@ -523,7 +534,7 @@ class UserIndex:
             if post is None:
                 continue
             df = post[0].size
-            total += qtf * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            total += qtf * math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * _ANSWER_TYPE.get(term, 1.0)
         return total
 
     def has_role(self, positions: np.ndarray, role: str) -> np.ndarray:
