@@ -510,12 +510,11 @@ class Gate:
         d = self.decide(message)
         low = (message.replace("\u2019", "'")).lower()
         sums = [0.0, 0.0, 0.0]  # indexed by _T_MEMORY, _T_CORPUS, _T_NONE
-        by_name = {p[6]: p for p in self._pats}
+        target_of = {p[6]: p[4] for p in self._pats}
         names = []
-        for r in d.reasons:
-            _, _, _, w, target, _, name = by_name[r.name]
-            names.append(name)
-            sums[target] += w
+        for r in d.reasons:  # a reason carries its pattern's (category-scaled) weight
+            names.append(r.name)
+            sums[target_of[r.name]] += r.weight
         mem, corp, none = sums[_T_MEMORY], sums[_T_CORPUS], sums[_T_NONE]
         return _TOKEN.findall(low), "?" in low, names, mem, corp, none
 
@@ -532,10 +531,11 @@ class Gate:
         want_mem = lm >= self._pm_logit or correction
         want_corp = lc >= self._pc_logit
         pm, pc = _sigmoid(lm), _sigmoid(lc)
+        mem_conf = max(pm, 0.5) if correction else pm  # a correction searches memory whatever P says
         if want_mem and want_corp:
-            route, conf = Route.BOTH, min(max(pm, 0.5 if correction else pm), pc)
+            route, conf = Route.BOTH, min(mem_conf, pc)
         elif want_mem:
-            route, conf = Route.MEMORY, max(pm, 0.5) if correction else pm
+            route, conf = Route.MEMORY, mem_conf
         elif want_corp:
             route, conf = Route.CORPUS, pc
         else:
