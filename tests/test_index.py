@@ -119,3 +119,27 @@ def test_token_counters() -> None:
         as_token_counter(42)
     text, cut = truncate_to_tokens("one two three four five six", 3, c)
     assert cut and c.count(text) <= 3
+
+
+@pytest.mark.parametrize("family", [
+    ("move", "moves", "moving", "moved"),
+    ("wedding", "weddings"),
+    ("bake", "baking", "baked"),
+    ("run", "runs", "running"),
+    ("stop", "stopped"),
+    ("vaccine", "vaccines"),
+])
+def test_a_word_family_is_one_bm25_term(family: tuple[str, ...]) -> None:
+    # "when is the move" must match "we're moving on the 14th": one stem per word family
+    assert len({tokenize(w)[0] for w in family}) == 1, [tokenize(w) for w in family]
+
+
+@pytest.mark.parametrize("word", ["thing", "string", "need", "class", "ball"])
+def test_stemming_leaves_a_word_with_no_ending_to_drop(word: str) -> None:
+    assert tokenize(word) == [word]
+
+
+def test_a_moving_turn_is_found_by_bm25_for_the_move() -> None:
+    idx = build(["we're moving flat on the 14th, van at 8am", "the cat hates the vet"])
+    scores = idx.bm25("when is the move")
+    assert scores[0] > 0.0 and scores[1] == 0.0

@@ -58,18 +58,28 @@ _ASKS = re.compile(
 
 
 def _stem(w: str) -> str:
-    # Cheap plural/verb folding: good enough for BM25 recall, no dictionary.
+    """Cheap plural / verb folding for BM25 (no dictionary): one stem per word family.
+
+    A plural or an -ing / -ed ending goes when a vowel is left before it ("thing", "string"
+    and "need" stay), then a doubled final consonant and a final silent "e": "move",
+    "moves", "moving" and "moved" all give "mov"; "wedding" and "weddings" give "wed".
+    """
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
-    if len(w) > 4 and w.endswith("ing"):
-        return w[:-3]
-    if len(w) > 3 and w.endswith("ed") and not w.endswith("eed"):
-        return w[:-2]
     if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        return w[:-1]
-    return w
+        w = w[:-1]
+    if len(w) > 4 and w.endswith("ing") and _VOWEL.search(w, 0, len(w) - 3):
+        w = w[:-3]
+    elif len(w) > 3 and w.endswith("ed") and not w.endswith("eed") and _VOWEL.search(w, 0, len(w) - 2):
+        w = w[:-2]
+    else:
+        return w[:-1] if len(w) > 3 and w.endswith("e") and not w.endswith(("ee", "ie", "ye")) else w
+    if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        return w[:-1]  # running -> runn -> run, stopped -> stopp -> stop (not "ball", "pass")
+    return w[:-1] if len(w) > 3 and w.endswith("e") and not w.endswith(("ee", "ie", "ye")) else w
 
 
+_VOWEL = re.compile(r"[aeiouy]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
