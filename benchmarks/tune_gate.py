@@ -1,6 +1,6 @@
 """Choose the gate's tuned constants on the tune split only, then report every split.
 
-Tune split: ``benchmarks/data/gate_messages_tune*.jsonl`` (fifteen sets, 4-way routes), TREC CAsT
+Tune split: ``benchmarks/data/gate_messages_tune*.jsonl`` (nineteen sets, 4-way routes), TREC CAsT
 2019-2020 and iKAT 2023 train (binary "needs memory"). Validation split, never
 looked at while choosing: ``gate_messages_validation.jsonl`` (written before the
 gate changed), CAsT 2021-2022, iKAT 2023 test.
@@ -199,7 +199,7 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         "script": "benchmarks/tune_gate.py",
         "trained_on": [n for n, _ in sets] + (["TREC CAsT 2019-2020 and iKAT 2023 train (memory head, pattern "
                                                 "features only)"] if best_bw > 0 else []),
-        "never_seen": ["gate_messages_validation.jsonl", "gate_messages_blind16.jsonl", "gate_messages_blind17.jsonl",
+        "never_seen": ["gate_messages_validation.jsonl", "gate_messages_blind20.jsonl",
                        "CAsT 2021-2022", "iKAT 2023 test"],
         "messages": len(all_msgs), "binary_examples": len(btexts), "features": len(weights),
         "min_count": MIN_COUNT, "C": best_c, "cast_ikat_weight": best_bw,

@@ -153,6 +153,19 @@ def test_a_question_the_combiner_would_leave_unsearched_keeps_the_pattern_route(
 
 
 def test_a_question_word_first_counts_as_a_question_for_the_safety_rule(gate: Gate) -> None:
-    d = gate.decide("when's the move")
+    d = gate.decide("what's the campsite called")  # no "?": the question word makes it a question
     assert d.memory_probability is not None and d.memory_probability < 0.5
+    assert d.corpus_probability is not None and d.corpus_probability < 0.5
     assert d.route is not Route.NONE, d.explain()
+
+
+@pytest.mark.parametrize(("words", "qmark", "statement"), [
+    (["van", "booked", "ref", "sh", "4471"], False, True),
+    (["when", "is", "the", "move"], False, False),  # a question word first: a question without its "?"
+    (["van", "booked"], True, False),
+    ([], False, True),
+])
+def test_a_message_without_question_form_carries_the_statement_feature(words: list[str], qmark: bool,
+                                                                       statement: bool) -> None:
+    keys = {k for k, _ in feature_items(words, qmark, (), 0.0, 0.0, 0.0)}
+    assert ("nq" in keys) is statement

@@ -197,3 +197,44 @@ def test_a_name_question_finds_whose_name_not_any_name(tmp_path: Path, st_embedd
         assert "Ines" in _texts(res)[0], res.explain()
     finally:
         engine.close()
+
+
+NURSE = [
+    ("s1", "I'm an ICU nurse, I work nights mon to wed"),
+    ("s1", "my cat Biscuit is 4, she's a ginger moggy"),
+    ("s1", "the vet is Dr Okafor at Riverside Vets"),
+    ("s2", "we're moving flat on the 14th of March, the van comes at 8am"),
+    ("s2", "got accepted to present at the nursing conference in Leeds, April 27 to 29!"),
+    ("s2", "haha she hates the vet"),
+]
+NURSE_DOCS = [
+    {"title": "Moving checklist", "text": "A moving checklist: book the van, update your address, pack a first-night box."},
+    {"title": "Cat vaccines", "text": "Adult cats need a vaccine booster every one to three years, depending on the vaccine."},
+    {"title": "Night shifts", "text": "Night shift workers should keep a regular sleep window and block daylight after work."},
+]
+
+
+@pytest.fixture
+def nurse(tmp_path: Path, st_embedder: Any) -> ChatRecall:
+    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    engine.add_documents(NURSE_DOCS)
+    engine.add_many([Turn(text=t, user_id="n", session_id=s, role="user", timestamp=T0 + i * 600)
+                     for i, (s, t) in enumerate(NURSE)])
+    yield engine
+    engine.close()
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("when is the move", "moving flat on the 14th"),  # no "?", and a document on moving exists
+    ("when's the conference", "April 27"),  # the stored turn never says "conference date"
+])
+def test_a_question_about_the_users_own_event_reaches_memory(nurse: ChatRecall, question: str, answer: str) -> None:
+    res = nurse.retrieve(question, user_id="n", session_id="s3")
+    assert res.route.wants_memory, res.explain()
+    assert any(answer in t for t in _texts(res)), res.explain()
+
+
+def test_advice_about_the_users_own_pet_reads_memory_and_the_documents(nurse: ChatRecall) -> None:
+    res = nurse.retrieve("does Biscuit need a vaccine booster", user_id="n", session_id="s3")
+    assert res.route is Route.BOTH, res.explain()
+    assert any("booster" in i.text for i in res.items if i.source == "corpus"), res.explain()

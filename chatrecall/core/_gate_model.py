@@ -17,7 +17,10 @@ Features of a message (counts, the same for training and routing: both call
   here too);
 - ``u:<word>`` and ``b:<word> <word>``: the lowercased words (``\\w+``) and
   adjacent pairs, with ``<s>`` / ``</s>`` marking the message's ends; ``u:?``
-  when the message holds a question mark.
+  when the message holds a question mark;
+- ``nq``: 1 when the message has no question form (no ``?`` and its first word
+  is not one of ``QUESTION_OPENERS``): what fired in a statement says less than
+  the same words in a question ("van booked, ref SH-4471").
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ from importlib import resources
 from typing import Any
 
 from ._errors import ConfigError
+from ._gate_patterns import QUESTION_OPENERS
 
 __all__ = ["LinearRouter", "RouterTables", "feature_items", "load_default_router"]
 
 MODEL_FILE = "gate_model.json"
+_OPENERS = frozenset(QUESTION_OPENERS)
 FORMAT = "chatrecall-gate-linear-v1"
 
 
@@ -55,6 +60,8 @@ def feature_items(words: Sequence[str], has_question_mark: bool, fired: Iterable
     yield "ns", none
     if has_question_mark:
         yield "u:?", 1.0
+    elif not words or words[0] not in _OPENERS:
+        yield "nq", 1.0
     prev = "<s>"
     for w in words:
         yield "u:" + w, 1.0
@@ -138,7 +145,8 @@ class LinearRouter:
                 a, _, b = key[2:].partition(" ")
                 bi.setdefault(a, {})[b] = e
         pats = tuple(w.get("P:" + n, zero) for n in pattern_names)
-        return RouterTables(self._bias, uni, bi, pats, w.get("ms", zero), w.get("cs", zero), w.get("ns", zero))
+        return RouterTables(self._bias, uni, bi, pats, w.get("ms", zero), w.get("cs", zero), w.get("ns", zero),
+                            w.get("nq", zero))
 
     def to_json(self) -> dict[str, Any]:
         """The router as the data file stores it."""
@@ -166,13 +174,19 @@ class RouterTables:
     string is built per pair), patterns by the gate's index. ``Gate.decide`` sums the same features
     as :func:`feature_items` with them; a test checks both give the same logits."""
 
-    __slots__ = ("bias", "uni", "bi", "pats", "ms", "cs", "ns")
+    __slots__ = ("bias", "uni", "bi", "pats", "ms", "cs", "ns", "nq", "words", "start")
 
     def __init__(self, bias: tuple[float, float], uni: dict[str, tuple[float, float]],
                  bi: dict[str, dict[str, tuple[float, float]]], pats: tuple[tuple[float, float], ...],
-                 ms: tuple[float, float], cs: tuple[float, float], ns: tuple[float, float]) -> None:
+                 ms: tuple[float, float], cs: tuple[float, float], ns: tuple[float, float],
+                 nq: tuple[float, float] = (0.0, 0.0)) -> None:
         self.bias, self.uni, self.bi, self.pats = bias, uni, bi, pats
-        self.ms, self.cs, self.ns = ms, cs, ns
+        self.ms, self.cs, self.ns, self.nq = ms, cs, ns, nq
+        # One lookup per word on the hot path: word -> (memory, corpus, the pairs it starts or None)
+        zero = (0.0, 0.0)
+        self.words: dict[str, tuple[float, float, dict[str, tuple[float, float]] | None]] = {
+            w: (*uni.get(w, zero), bi.get(w)) for w in set(uni) | set(bi)}
+        self.start: dict[str, tuple[float, float]] | None = bi.get("<s>")
 
 
 def _sigmoid(x: float) -> float:
