@@ -238,3 +238,24 @@ def test_advice_about_the_users_own_pet_reads_memory_and_the_documents(nurse: Ch
     res = nurse.retrieve("does Biscuit need a vaccine booster", user_id="n", session_id="s3")
     assert res.route is Route.BOTH, res.explain()
     assert any("booster" in i.text for i in res.items if i.source == "corpus"), res.explain()
+
+
+def test_a_weak_document_never_replaces_the_memories_a_personal_question_asked_for(tmp_path: Path,
+                                                                                   st_embedder: Any) -> None:
+    # the small first lookup does not clearly answer (no anchor, one content word), so the corpus is tried;
+    # it finds only a weak document, which must not push out the memory that answers
+    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    try:
+        engine.add_documents([{"title": "Espresso", "text": "If espresso runs fast and sour, grind finer; "
+                                                             "if it runs slow and bitter, grind coarser."}])
+        said = ["morning! I run a little cafe called Bean There in Bristol",
+                "our espresso machine is a La Marzocco Linea, bought second hand",
+                "my son Theo is 6, he's obsessed with dinosaurs",
+                "the supplier for our beans is Extract Coffee, order ref EC-55120"]
+        engine.add_many([Turn(text=t, user_id="jo", session_id="a", role="user", timestamp=T0 + i * 60)
+                         for i, t in enumerate(said)])
+        res = engine.retrieve("which machine do we have", user_id="jo", session_id="b")
+        assert res.route.wants_memory, res.explain()
+        assert any("La Marzocco" in i.text for i in res.items if i.source == "memory"), res.explain()
+    finally:
+        engine.close()

@@ -1142,22 +1142,33 @@ class ChatRecall(_AsyncMixin):
             run.rejected.extend(dataclasses.replace(i, why="fallback: not useful") for i in items)
 
     def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
-        """Keep the set-aside phase-1 memories only when the corpus had nothing (or the turn is a correction:
-        "no, I meant the dog's breed" is about the conversation, whatever the corpus holds)."""
+        """Drop the set-aside phase-1 memories only for a strong corpus hit.
+
+        The route asked for memory; the corpus was only tried because the small
+        lookup did not clearly answer. A weak document ("which machine do we
+        have?" against an espresso guide) must not replace the memories, and a
+        correction ("no, I meant the dog's breed") is about the conversation,
+        whatever the corpus holds.
+        """
         if not run.phase1:
             return
+        strong = self._strong_corpus(run.corpus_items)
         if plan.correction:
             run.notes.append("memory not clearly useful, but the turn corrects the conversation: kept")
             run.memory_items = run.phase1
-            if not self._strong_corpus(run.corpus_items):
+            if not strong:
                 run.rejected.extend(dataclasses.replace(i, why="correction: corpus not strong") for i in run.corpus_items)
                 run.corpus_items = []
-        elif run.corpus_items:
-            run.notes.append("memory not useful: dropped for the corpus")
+        elif strong:
+            run.notes.append("memory not useful: dropped for a strong corpus hit")
             run.rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in run.phase1)
         else:
-            run.notes.append("memory not clearly useful, but the corpus had nothing: kept")
+            why = "the corpus had nothing" if not run.corpus_items else "the corpus found nothing strong"
+            run.notes.append(f"memory not clearly useful, but {why}: kept")
             run.memory_items = run.phase1
+            run.rejected.extend(dataclasses.replace(i, why="phase 2: corpus not strong, memory kept")
+                                for i in run.corpus_items)
+            run.corpus_items = []
         run.phase1 = []
 
     def _assemble(self, run: _Run, gate: GateDecision, plan: _Plan, budget_tokens: int | None) -> RetrievalResult:
