@@ -143,3 +143,23 @@ def test_a_moving_turn_is_found_by_bm25_for_the_move() -> None:
     idx = build(["we're moving flat on the 14th, van at 8am", "the cat hates the vet"])
     scores = idx.bm25("when is the move")
     assert scores[0] > 0.0 and scores[1] == 0.0
+
+
+def test_dense_topk_among_scores_only_the_given_positions() -> None:
+    rng = np.random.default_rng(3)
+    n = UserIndex.EXACT_MAX + 2_000
+    idx = UserIndex(dim=32)
+    vecs = rng.standard_normal((n, 32)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    idx.add([Record(id=f"r{i}", text=f"t {i}", user_id="u", session_id="s", role="user", timestamp=float(i), seq=i)
+             for i in range(n)], vecs)
+    q = vecs[7] + 0.1 * vecs[8]
+    q /= np.linalg.norm(q)
+    small = np.arange(0, 400, 2)  # exact: the true top among the given ones
+    pos, sims = idx.dense_topk_among(q, small, 5)
+    exact = small[np.argsort(-(vecs[small] @ q))[:5]]
+    assert pos.tolist() == exact.tolist() and np.all(np.diff(sims) <= 0)
+    large = np.arange(n - 1, -1, -1)  # above EXACT_MAX: a sign-bit shortlist of them, still finds the best
+    pos, _ = idx.dense_topk_among(q, large, 5)
+    assert pos[0] == 7 and set(pos.tolist()) <= set(large.tolist())
+    assert idx.dense_topk_among(q, np.zeros(0, dtype=np.int64), 5)[0].size == 0

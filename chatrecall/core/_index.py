@@ -477,13 +477,34 @@ class UserIndex:
         part = part[np.argsort(-sims[part], kind="stable")]
         return pos[part], sims[part]
 
-    def _hamming_shortlist(self, qvec: np.ndarray, m: int) -> np.ndarray:
-        """The ``m`` positions whose sign codes are nearest to the query's (ties broken by position)."""
+    def dense_topk_among(self, qvec: np.ndarray, positions: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Cosine top-``k`` among ``positions``: (positions, similarities), best first.
+
+        Exact up to ``EXACT_MAX`` positions; above, on a sign-bit shortlist of
+        them, as :meth:`dense_topk` (a time window or a filter that holds most of
+        a 100K-memory user no longer gathers every vector: 45 ms -> about 1 ms).
+        """
+        pos = np.asarray(positions, dtype=np.int64)
+        if pos.size == 0 or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        k = min(k, pos.size)
+        shortlist = max(self.SHORTLIST_PER_K * k, self.SHORTLIST_MIN)
+        if pos.size > self.EXACT_MAX and shortlist < pos.size:
+            pos = pos[self._hamming_shortlist(qvec, shortlist, pos)]
+        sims = self.dense(qvec, pos)
+        part = np.sort(np.argpartition(-sims, k - 1)[:k]) if k < sims.size else np.arange(sims.size)
+        part = part[np.argsort(-sims[part], kind="stable")]  # ties in the given order
+        return pos[part], sims[part]
+
+    def _hamming_shortlist(self, qvec: np.ndarray, m: int, among: np.ndarray | None = None) -> np.ndarray:
+        """The ``m`` positions (indexes into ``among`` when given) whose sign codes are nearest to the
+        query's, ties broken by order."""
         n = len(self.records)
         qb = self._sign_bits(np.asarray(qvec, dtype=np.float32)[None, :])[0]
-        dist = np.bitwise_count(self._bits[0, :n] ^ qb[0]).astype(np.uint16)
+        bits = self._bits[:, :n] if among is None else self._bits[:, among]
+        dist = np.bitwise_count(bits[0] ^ qb[0]).astype(np.uint16)
         for w in range(1, self._words):
-            dist += np.bitwise_count(self._bits[w, :n] ^ qb[w])
+            dist += np.bitwise_count(bits[w] ^ qb[w])
         # smallest threshold holding m codes: a histogram over 0..bits, no sort
         cum = np.cumsum(np.bincount(dist, minlength=self._words * 64 + 1))
         cut = int(np.searchsorted(cum, m))

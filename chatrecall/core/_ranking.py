@@ -208,9 +208,7 @@ def rank_memories(
         if allowed is None:
             dpos, dsims = idx.dense_topk(qvec, C)
         else:
-            sims = idx.dense(qvec, allowed)
-            top = topk(sims, C)
-            dpos, dsims = allowed[top], sims[top]
+            dpos, dsims = idx.dense_topk_among(qvec, allowed, C)
         parts.append(dpos)
         dense_rank = {int(p): r for r, p in enumerate(dpos.tolist())}
         dense_cut = float(dsims[-1]) if dsims.size >= C else 0.0
@@ -235,7 +233,7 @@ def rank_memories(
     if cue.window is not None:
         inside = np.flatnonzero((idx.timestamps >= cue.window[0]) & (idx.timestamps < cue.window[1]))
         if inside.size > C:
-            inside = inside[topk(idx.dense(qvec, inside), C)]
+            inside = idx.dense_topk_among(qvec, inside, C)[0]
         parts.append(inside)
     cand = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     depth = config.graph_depth if w["graph"] > 0 else 0
