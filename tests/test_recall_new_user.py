@@ -55,6 +55,13 @@ def _texts(res: Any) -> list[str]:
     return [i.text for i in res.items]
 
 
+def _assert_memory_answers(engine: ChatRecall, user: str, question: str, answer: str) -> None:
+    """``question`` asked in a new session searches memory and injects the turn holding ``answer``."""
+    res = engine.retrieve(question, user_id=user, session_id="new")
+    assert res.route.wants_memory, res.explain()
+    assert any(answer in t for t in _texts(res)), res.explain()
+
+
 @pytest.mark.parametrize(("question", "answer"), [
     ("what's my cat called?", "Miso"),
     ("which hotel did we book?", "Hotel Arcadia"),
@@ -63,9 +70,7 @@ def _texts(res: Any) -> list[str]:
     ("what time is our standup?", "9:30"),
 ])
 def test_plain_personal_questions_reach_memory(cr: ChatRecall, question: str, answer: str) -> None:
-    res = cr.retrieve(question, user_id="u1", session_id="new")
-    assert res.route.wants_memory, res.explain()
-    assert any(answer in t for t in _texts(res)), res.explain()
+    _assert_memory_answers(cr, "u1", question, answer)
 
 
 def test_no_corpus_documents_still_answers_from_memory(cr: ChatRecall) -> None:
@@ -229,9 +234,7 @@ def nurse(tmp_path: Path, st_embedder: Any) -> ChatRecall:
     ("when's the conference", "April 27"),  # the stored turn never says "conference date"
 ])
 def test_a_question_about_the_users_own_event_reaches_memory(nurse: ChatRecall, question: str, answer: str) -> None:
-    res = nurse.retrieve(question, user_id="n", session_id="s3")
-    assert res.route.wants_memory, res.explain()
-    assert any(answer in t for t in _texts(res)), res.explain()
+    _assert_memory_answers(nurse, "n", question, answer)
 
 
 def test_advice_about_the_users_own_pet_reads_memory_and_the_documents(nurse: ChatRecall) -> None:
