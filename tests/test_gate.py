@@ -512,3 +512,21 @@ def test_unless_before_drops_a_pronoun_resolved_in_the_message() -> None:
 def test_unless_before_is_validated(bad: object) -> None:
     with pytest.raises(ConfigError, match="unless_before"):
         GatePattern(category="x", regex=r"\bx\b", weight=1.0, target="memory", unless_before=bad)  # type: ignore[arg-type]
+
+
+def test_fast_decision_constructor_equals_the_dataclass() -> None:
+    # Gate builds its GateDecision slot by slot for speed: it must list every field, in order, and give
+    # an object equal to the dataclass constructor's (frozen: still immutable).
+    import dataclasses
+
+    from chatrecall.core._gate import _DECISION_FIELDS, _decision
+    from chatrecall.core._types import GateDecision, GateReason
+
+    assert tuple(f.name for f in dataclasses.fields(GateDecision)) == _DECISION_FIELDS
+    reason = GateReason("personal", "x", 0.7, "my cat", "personal.my_thing")
+    args = (Route.BOTH, 0.8, 1.4, 0.6, (reason,), True, 0.9, 0.7)
+    fast = _decision(*args)
+    assert fast == GateDecision(**dict(zip(_DECISION_FIELDS, args)))
+    assert hash(fast) == hash(GateDecision(**dict(zip(_DECISION_FIELDS, args))))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.route = Route.NONE  # type: ignore[misc]
