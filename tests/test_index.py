@@ -163,3 +163,33 @@ def test_dense_topk_among_scores_only_the_given_positions() -> None:
     pos, _ = idx.dense_topk_among(q, large, 5)
     assert pos[0] == 7 and set(pos.tolist()) <= set(large.tolist())
     assert idx.dense_topk_among(q, np.zeros(0, dtype=np.int64), 5)[0].size == 0
+
+
+def test_nearest_codes_equal_the_full_histogram_cut() -> None:
+    # The sampled cut is a speed-up only: on every distribution (spread, clumped, all tied, a few near
+    # codes the sample misses) it must return exactly what the full histogram gives.
+    import numpy as np
+
+    from chatrecall.core._index import UserIndex
+
+    idx = UserIndex(384)
+
+    def reference(dist: np.ndarray, m: int) -> np.ndarray:
+        cum = np.cumsum(np.bincount(dist, minlength=385))
+        cut = int(np.searchsorted(cum, m))
+        inside = np.flatnonzero(dist < cut)
+        return np.concatenate([inside, np.flatnonzero(dist == cut)[: m - inside.size]])
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for n in (500, 20_000, 100_003):
+        cases.append(rng.binomial(384, 0.5, n).astype(np.uint16))  # spread around 192
+        cases.append(rng.integers(180, 184, n).astype(np.uint16))  # four values: heavy ties
+        cases.append(np.full(n, 190, dtype=np.uint16))  # all tied
+        few = rng.binomial(384, 0.5, n).astype(np.uint16)
+        few[rng.choice(n, 30, replace=False)] = 3  # a few near codes between sample points
+        cases.append(few)
+    for dist in cases:
+        for m in (1, 50, 1000, 1500):
+            if m <= dist.size:
+                assert np.array_equal(idx._nearest_codes(dist, m), reference(dist, m)), (dist.size, m)

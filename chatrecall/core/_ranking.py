@@ -212,7 +212,8 @@ def rank_memories(
         parts.append(dpos)
         dense_rank = {int(p): r for r, p in enumerate(dpos.tolist())}
         dense_cut = float(dsims[-1]) if dsims.size >= C else 0.0
-    keyword = np.zeros(n, dtype=np.float32)
+    keyword: np.ndarray | None = None  # raw BM25 of every position; scaled below for the candidates only
+    scale = 1.0
     if w["keyword"] > 0 or strat is Strategy.HYBRID:
         keyword = idx.bm25(query)
         if ex.size:
@@ -222,7 +223,8 @@ def rank_memories(
             scale = kmax
             if params.keyword_scale == "ideal":  # coverage of the query, not relative to the best turn
                 scale = max(idx.bm25_ideal(query), 1e-9)
-            np.minimum(np.divide(keyword, scale, out=keyword), 1.0, out=keyword)  # a fresh array: in place
+            # the top by raw score: the same turns as by the scaled score, without two passes over every memory
+            # (where the cap at 1.0 ties several, the order among them is still the raw score's)
             parts.append(topk_nonzero(keyword, C))
     keys = [e.key for e in entities]
     entity, related = idx.entity_scores(keys)
@@ -267,10 +269,12 @@ def rank_memories(
         time_comp = tfit
     else:
         time_comp = idx.recency(now, config.half_life_s, cand)
+    kw_cand = (np.zeros(cand.size, dtype=np.float32) if keyword is None
+               else np.minimum(keyword[cand] / np.float32(scale), np.float32(1.0)))
     comp = {
         "recency": time_comp,
         "relevance": relevance,
-        "keyword": _error_keyword(keyword[cand], idx.has_error[cand]) if cue.asks_error else keyword[cand],
+        "keyword": _error_keyword(kw_cand, idx.has_error[cand]) if cue.asks_error else kw_cand,
         "entity": entity[cand],
         "graph": np.zeros(cand.size, dtype=np.float32),
     }
