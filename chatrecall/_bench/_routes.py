@@ -75,7 +75,11 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              _REPO / "benchmarks" / "data" / "gate_messages_tune17.jsonl",
              # written by the developer, not a helper: casual reactions that name someone ("lol she always
              # does that"), facts handed over, advice about the user's own things, bare personal questions
-             _REPO / "benchmarks" / "data" / "gate_messages_tune21.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune21.jsonl",
+             # two more independent writers (never saw patterns or other sets), asked for many mixed
+             # questions naming the user's own pet or child and casual reactions naming someone
+             _REPO / "benchmarks" / "data" / "gate_messages_tune22.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune23.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
     # written blind (the writer saw neither patterns nor other sets) and committed before the combiner
     # was retrained on sets 16, 17 and 21; never tuned on (set 20 of the helpers' series)
