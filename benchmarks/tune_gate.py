@@ -199,7 +199,7 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         "script": "benchmarks/tune_gate.py",
         "trained_on": [n for n, _ in sets] + (["TREC CAsT 2019-2020 and iKAT 2023 train (memory head, pattern "
                                                 "features only)"] if best_bw > 0 else []),
-        "never_seen": ["gate_messages_validation.jsonl", "gate_messages_blind20.jsonl",
+        "never_seen": ["gate_messages_validation.jsonl", "gate_messages_blind20.jsonl", "gate_messages_blind25.jsonl",
                        "CAsT 2021-2022", "iKAT 2023 test"],
         "messages": len(all_msgs), "binary_examples": len(btexts), "features": len(weights),
         "min_count": MIN_COUNT, "C": best_c, "cast_ikat_weight": best_bw,
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     importlib.reload(tuned)  # score the values just written (the module was imported before they were)
     cfg = GateConfig(category_weights=tuned.GATE_CATEGORY_WEIGHTS, memory_threshold=tuned.GATE_MEMORY_THRESHOLD,
                      corpus_threshold=tuned.GATE_CORPUS_THRESHOLD, both_margin=tuned.GATE_BOTH_MARGIN, learned=False)
-    splits = ("tune", "validation", "blind")
+    splits = ("tune", "validation", "blind", "requests")
     patterns_only = run_routes(Gate(cfg), data_dir=DATA, splits=splits)
     if not args.report:
         router, provenance = train_model(Gate(cfg))

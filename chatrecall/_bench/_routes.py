@@ -79,16 +79,22 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              # two more independent writers (never saw patterns or other sets), asked for many mixed
              # questions naming the user's own pet or child and casual reactions naming someone
              _REPO / "benchmarks" / "data" / "gate_messages_tune22.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune23.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune23.jsonl",
+             # written by the developer after a new-user chat found "list everything you know about the
+             # Lisbon trip" routed to no search: requests not phrased as questions (set 24)
+             _REPO / "benchmarks" / "data" / "gate_messages_tune24.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
     # written blind (the writer saw neither patterns nor other sets) and committed before the combiner
     # was retrained on sets 16, 17 and 21; never tuned on (set 20 of the helpers' series)
     "blind": (_REPO / "benchmarks" / "data" / "gate_messages_blind20.jsonl",),
+    # requests not phrased as questions ("tell me about my sister", "list the noble gases"), written blind by
+    # a helper and committed before the request patterns were written; never tuned on (set 25)
+    "requests": (_REPO / "benchmarks" / "data" / "gate_messages_blind25.jsonl",),
 }
 
 
 def load_split(split: str) -> list[LabelledMessage]:
-    """Every labelled message of a split (``tune``, ``validation`` or ``blind``).
+    """Every labelled message of a split (``tune``, ``validation``, ``blind`` or ``requests``).
 
     The sets were written independently, so a few short messages ("ok", "lol")
     occur in several: a held-out split drops every text the tune split holds
