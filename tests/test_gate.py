@@ -176,6 +176,30 @@ def test_knowledge_questions_route_to_corpus(gate: Gate, message: str) -> None:
     assert d.corpus_score >= 0.5
 
 
+@pytest.mark.parametrize(
+    ("message", "memory", "corpus"),
+    [
+        # requests not phrased as questions (tune set 24): the user's own things search memory,
+        # general topics the corpus, a social request nothing
+        ("list everything you know about the Lisbon trip", True, False),
+        ("give me a recap of the Lisbon plans", True, False),
+        ("tell me about my sister", True, False),
+        ("tell me about the French revolution", False, True),
+        ("summarise the plot of Hamlet", False, True),
+        ("tell me a joke", False, False),
+    ],
+)
+def test_requests_without_a_question_are_routed(gate: Gate, message: str, memory: bool, corpus: bool) -> None:
+    d = gate.decide(message)
+    assert (d.route.wants_memory, d.route.wants_corpus) == (memory, corpus), d.explain()
+
+
+def test_name_as_a_noun_is_not_a_request(gate: Gate) -> None:
+    d = gate.decide("name of the airbnb host in kyoto")
+    assert "knowledge.request" not in {r.name for r in d.reasons}, d.explain()
+    assert "knowledge.request" in {r.name for r in gate.decide("name three impressionist painters").reasons}
+
+
 def test_both_only_when_the_message_needs_both(gate: Gate) -> None:
     # a follow-up question needs the conversation, not documents: the question form alone is no corpus need
     assert gate.decide("What are its symptoms?").route is Route.MEMORY

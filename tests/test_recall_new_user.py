@@ -73,6 +73,16 @@ def test_plain_personal_questions_reach_memory(cr: ChatRecall, question: str, an
     _assert_memory_answers(cr, "u1", question, answer)
 
 
+@pytest.mark.parametrize(("request_", "answer"), [
+    # requests not phrased as questions: a new-user chat found the first routed to no search at all
+    ("list everything you know about the Lisbon trip", "Hotel Arcadia"),
+    ("give me a recap of the billing database decision", "Postgres"),
+    ("tell me about my cat", "Miso"),
+])
+def test_requests_without_a_question_reach_memory(cr: ChatRecall, request_: str, answer: str) -> None:
+    _assert_memory_answers(cr, "u1", request_, answer)
+
+
 def test_no_corpus_documents_still_answers_from_memory(cr: ChatRecall) -> None:
     res = cr.retrieve("what was the error on staging?", user_id="u1", session_id="new")
     assert res.items, res.explain()
