@@ -187,6 +187,9 @@ def test_knowledge_questions_route_to_corpus(gate: Gate, message: str) -> None:
         ("tell me about the French revolution", False, True),
         ("summarise the plot of Hamlet", False, True),
         ("tell me a joke", False, False),
+        ("give me five minutes", False, False),
+        ("tell me about it, mondays are the worst", False, False),
+        ("list them again", True, False),
     ],
 )
 def test_requests_without_a_question_are_routed(gate: Gate, message: str, memory: bool, corpus: bool) -> None:
