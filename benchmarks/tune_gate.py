@@ -69,6 +69,8 @@ CATEGORIES = ("personal", "continuity", "knowledge", "statement", "recall", "tem
 GRID_MULT = (0.6, 0.8, 1.0, 1.2, 1.4)
 GRID_THRESHOLD = (0.4, 0.45, 0.5, 0.55, 0.6)
 GRID_MARGIN = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+#: Every labelled split but the tune one: reported, never trained on.
+HELD_OUT = tuple(split for split in MESSAGE_FILES if split != "tune")
 #: Combiner: regularisation grid (chosen by leave-one-set-out), least feature count.
 GRID_C = (1.0, 3.0, 10.0, 30.0)
 GRID_BINARY_WEIGHT = (0.0, 1.0)
@@ -199,8 +201,7 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         "script": "benchmarks/tune_gate.py",
         "trained_on": [n for n, _ in sets] + (["TREC CAsT 2019-2020 and iKAT 2023 train (memory head, pattern "
                                                 "features only)"] if best_bw > 0 else []),
-        "never_seen": ["gate_messages_validation.jsonl", "gate_messages_blind20.jsonl", "gate_messages_blind25.jsonl",
-                       "CAsT 2021-2022", "iKAT 2023 test"],
+        "never_seen": [p.name for split in HELD_OUT for p in MESSAGE_FILES[split]] + ["CAsT 2021-2022", "iKAT 2023 test"],
         "messages": len(all_msgs), "binary_examples": len(btexts), "features": len(weights),
         "min_count": MIN_COUNT, "C": best_c, "cast_ikat_weight": best_bw,
         "leave_one_set_out_accuracy": {f"C={c} cast_ikat_weight={bw}": round(a, 4) for (c, bw), a in lofo.items()},
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     importlib.reload(tuned)  # score the values just written (the module was imported before they were)
     cfg = GateConfig(category_weights=tuned.GATE_CATEGORY_WEIGHTS, memory_threshold=tuned.GATE_MEMORY_THRESHOLD,
                      corpus_threshold=tuned.GATE_CORPUS_THRESHOLD, both_margin=tuned.GATE_BOTH_MARGIN, learned=False)
-    splits = ("tune", "validation", "blind", "requests")
+    splits = ("tune", *HELD_OUT)
     patterns_only = run_routes(Gate(cfg), data_dir=DATA, splits=splits)
     if not args.report:
         router, provenance = train_model(Gate(cfg))

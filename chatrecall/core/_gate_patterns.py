@@ -970,10 +970,10 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     # --- requests not phrased as questions ("tell me about...", "list...", "recap..."): written from the
     # developer's set 24 (gate_messages_tune24.jsonl); held-out set 25 was committed before them, never tuned on
     # asking for information: general knowledge, unless the request is about the user's own things (below)
-    _p("knowledge", rf"^\W*{_LEAD}?(?:please\s+)?{_REQUEST_VERB}\b(?!\s+{_NOT_A_REQUEST})", 0.6, TARGET_CORPUS,
+    _p("knowledge", rf"^\W*{_LEAD}(?:please\s+)?{_REQUEST_VERB}\b(?!\s+{_NOT_A_REQUEST})", 0.6, TARGET_CORPUS,
        name="knowledge.request"),
     # ... about the user's own things or the conversation: "tell me about my sister", "list the gifts I've bought"
-    _p("personal", rf"^\W*{_LEAD}?(?:please\s+)?(?:{_REQUEST_VERB}|recap|remind\s+me)\b[^?.!]{{0,40}}?"
+    _p("personal", rf"^\W*{_LEAD}(?:please\s+)?(?:{_REQUEST_VERB}|recap|remind\s+me)\b[^?.!]{{0,40}}?"
                    r"(?:\b(?:my|our|we|us|we've|we're)\b|\bi(?:'ve|\s+have)?\s+(?:told|said|mentioned|shared|pasted|sent|"
                    r"decided|agreed|bought|booked|planned|made|picked|chose|got|had|wrote|asked)\b)", 0.8,
        name="personal.request_about_mine"),
