@@ -33,6 +33,7 @@ Usage::
     python benchmarks/tune_gate.py            # tune, write _tuned.py, report
     python benchmarks/tune_gate.py --report   # report the current constants only
     python benchmarks/tune_gate.py --model    # keep the constants, retrain the combiner, report
+    python benchmarks/tune_gate.py --compare-sets NEW.jsonl ...  # should these sets join the tune split?
 """
 
 from __future__ import annotations
@@ -142,23 +143,28 @@ def _fit(x_mem: Any, y_mem: Any, x_corp: Any, y_corp: Any, c: float, w_mem: Any 
     return head_m, head_c
 
 
-def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, Any]]:
-    """Train the combiner on the tune split (features from ``gate``, a ``learned=False`` gate)."""
-    import numpy as np
-    from scipy.sparse import vstack
-    from sklearn.feature_extraction import DictVectorizer
+class _Trainer:
+    """The combiner's features for the tune messages (and CAsT / iKAT tune), computed once, and the fit /
+    score steps that leave-one-set-out repeats."""
 
-    sets = [(p.name, load_messages(p)) for p in MESSAGE_FILES["tune"] if p.exists()]
-    data = _tune_data()
-    btexts = data["cast"][0] + data["ikat"][0]
-    blabels = np.asarray(data["cast"][1] + data["ikat"][1], dtype=bool)
-    feats = {m.text: _feature_dict(gate, m.text) for _, msgs in sets for m in msgs}
-    # CAsT / iKAT rows: pattern features only (see the module docstring)
-    bfeats = [{k: v for k, v in _feature_dict(gate, t).items() if not k.startswith(("u:", "b:"))} for t in btexts]
+    def __init__(self, gate: Gate, sets: list[tuple[str, list[Any]]]) -> None:
+        import numpy as np
 
-    def fit(train_msgs: list[Any], c: float, bw: float) -> tuple[Any, Any, Any]:
-        rows = [feats[m.text] for m in train_msgs]
-        extra = bfeats if bw > 0 else []
+        data = _tune_data()
+        self.btexts = data["cast"][0] + data["ikat"][0]
+        self.blabels = np.asarray(data["cast"][1] + data["ikat"][1], dtype=bool)
+        self.feats = {m.text: _feature_dict(gate, m.text) for _, msgs in sets for m in msgs}
+        # CAsT / iKAT rows: pattern features only (see the module docstring)
+        self.bfeats = [{k: v for k, v in _feature_dict(gate, t).items() if not k.startswith(("u:", "b:"))}
+                       for t in self.btexts]
+
+    def fit(self, train_msgs: list[Any], c: float, bw: float) -> tuple[Any, Any, Any]:
+        import numpy as np
+        from scipy.sparse import vstack
+        from sklearn.feature_extraction import DictVectorizer
+
+        rows = [self.feats[m.text] for m in train_msgs]
+        extra = self.bfeats if bw > 0 else []
         counts: dict[str, int] = {}
         for f in rows + extra:
             for k in f:
@@ -169,32 +175,49 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         y = np.asarray([m.route for m in train_msgs])
         y_mem = np.isin(y, ["memory", "both"])
         if extra:
-            head_m, head_c = _fit(vstack([x, dv.transform(extra)]), np.concatenate([y_mem, blabels]), x,
+            head_m, head_c = _fit(vstack([x, dv.transform(extra)]), np.concatenate([y_mem, self.blabels]), x,
                                   np.isin(y, ["corpus", "both"]), c,
                                   np.concatenate([np.ones(len(rows)), np.full(len(extra), bw)]))
         else:
             head_m, head_c = _fit(x, y_mem, x, np.isin(y, ["corpus", "both"]), c)
         return dv, head_m, head_c
 
-    def accuracy(model: tuple[Any, Any, Any], msgs: list[Any]) -> float:
-        dv, head_m, head_c = model
-        x = dv.transform([feats[m.text] for m in msgs])
-        pm, pc = head_m.decision_function(x) >= 0, head_c.decision_function(x) >= 0
-        pred = np.where(pm & pc, "both", np.where(pm, "memory", np.where(pc, "corpus", "none")))
-        return float(np.mean(pred == np.asarray([m.route for m in msgs])))
+    def predict(self, model: tuple[Any, Any, Any], msgs: list[Any]) -> Any:
+        import numpy as np
 
+        dv, head_m, head_c = model
+        x = dv.transform([self.feats[m.text] for m in msgs])
+        pm, pc = head_m.decision_function(x) >= 0, head_c.decision_function(x) >= 0
+        return np.where(pm & pc, "both", np.where(pm, "memory", np.where(pc, "corpus", "none")))
+
+    def accuracy(self, model: tuple[Any, Any, Any], msgs: list[Any]) -> float:
+        import numpy as np
+
+        return float(np.mean(self.predict(model, msgs) == np.asarray([m.route for m in msgs])))
+
+
+def _tune_sets() -> list[tuple[str, list[Any]]]:
+    return [(p.name, load_messages(p)) for p in MESSAGE_FILES["tune"] if p.exists()]
+
+
+def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, Any]]:
+    """Train the combiner on the tune split (features from ``gate``, a ``learned=False`` gate)."""
+    import numpy as np
+
+    sets = _tune_sets()
+    tr = _Trainer(gate, sets)
     lofo: dict[tuple[float, float], float] = {}
     for c in GRID_C:
         for bw in GRID_BINARY_WEIGHT:
             accs = []
             for name, msgs in sets:
                 train = [m for other, ms in sets if other != name for m in ms]
-                accs.append(accuracy(fit(train, c, bw), msgs))
+                accs.append(tr.accuracy(tr.fit(train, c, bw), msgs))
             lofo[c, bw] = float(np.mean(accs))
             log(f"combiner C={c} CAsT/iKAT weight={bw}: leave-one-set-out route accuracy {lofo[c, bw]:.4f}")
     best_c, best_bw = max(lofo, key=lambda cb: (lofo[cb], -cb[0]))
     all_msgs = [m for _, ms in sets for m in ms]
-    dv, head_m, head_c = fit(all_msgs, best_c, best_bw)
+    dv, head_m, head_c = tr.fit(all_msgs, best_c, best_bw)
     names = dv.get_feature_names_out()
     weights = {str(n): (float(a), float(b)) for n, a, b in zip(names, head_m.coef_[0], head_c.coef_[0]) if a or b}
     provenance = {
@@ -202,13 +225,51 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         "trained_on": [n for n, _ in sets] + (["TREC CAsT 2019-2020 and iKAT 2023 train (memory head, pattern "
                                                 "features only)"] if best_bw > 0 else []),
         "never_seen": [p.name for split in HELD_OUT for p in MESSAGE_FILES[split]] + ["CAsT 2021-2022", "iKAT 2023 test"],
-        "messages": len(all_msgs), "binary_examples": len(btexts), "features": len(weights),
+        "messages": len(all_msgs), "binary_examples": len(tr.btexts), "features": len(weights),
         "min_count": MIN_COUNT, "C": best_c, "cast_ikat_weight": best_bw,
         "leave_one_set_out_accuracy": {f"C={c} cast_ikat_weight={bw}": round(a, 4) for (c, bw), a in lofo.items()},
         "pattern_constants": "the gate block of chatrecall/core/_tuned.py at training time",
     }
     router = LinearRouter(weights, (float(head_m.intercept_[0]), float(head_c.intercept_[0])), provenance)
     return router, provenance
+
+
+def compare_sets(gate: Gate, candidates: list[Path], log: Any = print) -> dict[str, Any]:
+    """Should candidate message sets join the tune split? Decided on the tune split only.
+
+    First the current default gate scores each candidate set (a blind check: it was never trained on
+    them). Then leave-one-set-out over the current tune sets, at the current model's ``C`` and CAsT / iKAT
+    weight: each set is scored by a combiner trained on the other sets, without and then with the
+    candidates in training. The held-out splits play no part.
+    """
+    import numpy as np
+
+    from chatrecall.core._gate_model import load_default_router
+
+    sets = _tune_sets()
+    cands = [(p.name, load_messages(p)) for p in candidates]
+    prov = load_default_router().provenance
+    c, bw = float(prov["C"]), float(prov["cast_ikat_weight"])
+    default = Gate()
+    out: dict[str, Any] = {"C": c, "cast_ikat_weight": bw, "blind_check": {}, "per_set": {}}
+    for name, msgs in cands:
+        out["blind_check"][name] = route_metrics(msgs, lambda t: default.decide(t).route.value)
+        out["blind_check"][name].pop("errors", None)
+        log(f"current gate on {name} (never trained on): accuracy {out['blind_check'][name]['accuracy']:.3f}")
+    tr = _Trainer(gate, sets + cands)
+    added = [m for _, ms in cands for m in ms]
+    rows = {"without": [], "with": []}
+    for name, msgs in sets:
+        train = [m for other, ms in sets if other != name for m in ms]
+        a0 = tr.accuracy(tr.fit(train, c, bw), msgs)
+        a1 = tr.accuracy(tr.fit(train + added, c, bw), msgs)
+        rows["without"].append(a0)
+        rows["with"].append(a1)
+        out["per_set"][name] = (round(a0, 4), round(a1, 4))
+        log(f"{name}: {a0:.4f} -> {a1:.4f}")
+    out["mean"] = {k: round(float(np.mean(v)), 4) for k, v in rows.items()}
+    log(f"leave-one-set-out mean over {len(sets)} tune sets: {out['mean']['without']:.4f} -> {out['mean']['with']:.4f}")
+    return out
 
 
 def write_model(router: LinearRouter) -> None:
@@ -241,8 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--report", action="store_true", help="only report the current constants")
     ap.add_argument("--model", action="store_true", help="keep the pattern constants, retrain the combiner")
+    ap.add_argument("--compare-sets", nargs="+", type=Path, metavar="JSONL",
+                    help="leave-one-set-out on the tune split without / with these message sets in training")
     args = ap.parse_args(argv)
-    if not args.report and not args.model:
+    if not (args.report or args.model or args.compare_sets):
         params = tune()
         print("chosen on tune split:", params)
         write_tuned(params)
@@ -254,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     importlib.reload(tuned)  # score the values just written (the module was imported before they were)
     cfg = GateConfig(category_weights=tuned.GATE_CATEGORY_WEIGHTS, memory_threshold=tuned.GATE_MEMORY_THRESHOLD,
                      corpus_threshold=tuned.GATE_CORPUS_THRESHOLD, both_margin=tuned.GATE_BOTH_MARGIN, learned=False)
+    if args.compare_sets:
+        compare_sets(Gate(cfg), args.compare_sets)
+        return 0
     splits = ("tune", *HELD_OUT)
     patterns_only = run_routes(Gate(cfg), data_dir=DATA, splits=splits)
     if not args.report:
