@@ -1,6 +1,6 @@
 """Choose the gate's tuned constants on the tune split only, then report every split.
 
-Tune split: ``benchmarks/data/gate_messages_tune*.jsonl`` (twenty-one sets, 4-way routes), TREC CAsT
+Tune split: ``benchmarks/data/gate_messages_tune*.jsonl`` (twenty-three sets, 4-way routes), TREC CAsT
 2019-2020 and iKAT 2023 train (binary "needs memory"). Validation split, never
 looked at while choosing: ``gate_messages_validation.jsonl`` (written before the
 gate changed), CAsT 2021-2022, iKAT 2023 test.

@@ -139,12 +139,19 @@ def test_recall_words_that_are_not_recall(gate: Gate, message: str) -> None:
 
 @pytest.mark.parametrize(
     "message",
-    ["I prefer vegan food, what should I cook tonight?", "can you help me find a hotel for my trip?",
-     "Which of these is suitable for me?"],
+    ["can you help me find a hotel for my trip?", "Which of these is suitable for me?"],
 )
 def test_personal_needs_route_to_memory(gate: Gate, message: str) -> None:
     d = gate.decide(message)
     assert d.route.wants_memory, d.explain()
+    assert any(r.category == "personal" for r in d.reasons)
+
+
+def test_a_fact_handed_over_with_the_question_needs_the_documents(gate: Gate) -> None:
+    # the writers of the tune sets label "I'm learning Spanish, what's the subjunctive?" and the like corpus
+    # (11 of 15 such messages): the user's fact is in the message; the answer is general knowledge
+    d = gate.decide("I prefer vegan food, what should I cook tonight?")
+    assert d.route.wants_corpus, d.explain()
     assert any(r.category == "personal" for r in d.reasons)
 
 
@@ -193,6 +200,30 @@ def test_knowledge_questions_route_to_corpus(gate: Gate, message: str) -> None:
     ],
 )
 def test_requests_without_a_question_are_routed(gate: Gate, message: str, memory: bool, corpus: bool) -> None:
+    d = gate.decide(message)
+    assert (d.route.wants_memory, d.route.wants_corpus) == (memory, corpus), d.explain()
+
+
+@pytest.mark.parametrize(
+    ("message", "memory", "corpus"),
+    [
+        # written from tune sets 26 / 27: exclamations shaped as questions and reactions naming someone
+        # ask nothing; advice about a named pet or child needs their facts and the documents
+        ("wait, seriously?", False, False),
+        ("isn't that wild", False, False),
+        ("how cute is that?", False, False),
+        ("poor Nina 😢", False, False),
+        ("lol he's hopeless", False, False),
+        ("can Milo have peanut butter?", True, True),
+        ("how do I get Ava to eat vegetables", True, True),
+        ("what age should Leo start piano", True, True),
+        # the same openers still ask when the message asks something
+        ("omg what's my flight number again", True, False),
+        ("can you imagine a world without bees, what would happen?", False, True),
+    ],
+)
+def test_rhetorical_reactions_and_advice_about_a_named_one(gate: Gate, message: str, memory: bool,
+                                                           corpus: bool) -> None:
     d = gate.decide(message)
     assert (d.route.wants_memory, d.route.wants_corpus) == (memory, corpus), d.explain()
 

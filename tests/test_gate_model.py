@@ -152,11 +152,19 @@ def test_a_question_the_combiner_would_leave_unsearched_keeps_the_pattern_route(
     assert gate.decide(msg.rstrip("?")).route is Route.NONE
 
 
-def test_a_question_word_first_counts_as_a_question_for_the_safety_rule(gate: Gate) -> None:
+def test_a_question_word_first_counts_as_a_question_for_the_safety_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a combiner that leaves every message unsearched: the rule alone decides, whatever the shipped weights
+    import chatrecall.core._gate as gate_module
+
+    monkeypatch.setattr(gate_module, "load_default_router", lambda: LinearRouter({}, (-5.0, -5.0), {}))
+    gate = Gate()
     d = gate.decide("what's the campsite called")  # no "?": the question word makes it a question
     assert d.memory_probability is not None and d.memory_probability < 0.5
     assert d.corpus_probability is not None and d.corpus_probability < 0.5
+    assert d.route is Gate(GateConfig(learned=False)).decide("what's the campsite called").route
     assert d.route is not Route.NONE, d.explain()
+    # not a question (no "?", no question word first): the combiner's "none" stands
+    assert gate.decide("the campsite was lovely").route is Route.NONE
 
 
 @pytest.mark.parametrize(("words", "qmark", "statement"), [
