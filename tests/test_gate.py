@@ -214,6 +214,10 @@ def test_requests_without_a_question_are_routed(gate: Gate, message: str, memory
         ("how cute is that?", False, False),
         ("poor Nina 😢", False, False),
         ("lol he's hopeless", False, False),
+        # small talk about the assistant itself (tune sets 28 / 29)
+        ("do you ever get tired of chatting?", False, False),
+        ("are you having a nice evening?", False, False),
+        ("do you remember what my dog is called?", True, False),
         ("can Milo have peanut butter?", True, True),
         ("how do I get Ava to eat vegetables", True, True),
         ("what age should Leo start piano", True, True),

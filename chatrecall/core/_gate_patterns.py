@@ -990,6 +990,17 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                     r"my|our|you|your|should|could|can|tell|list|give|any|help|tips)\b)"
                     r"\W+(?:[\w'-]+\W+){0,5}?(?:he|she|they|him|her|them|that|this|" + _NAME + r")\b(?:'s)?[^\w]*(?:[\w'-]+[^\w]*){0,5}$", 1.0, TARGET_NONE,
        name="smalltalk.reaction_naming_someone"),
+    # small talk about the assistant itself: "do you ever sleep?", "are you having a good day?", "what's new with you?"
+    # (written from tune sets 28 and 29; not when it asks what the assistant remembers of the user)
+    _p("smalltalk", r"^\W*(?:(?:hey|hi|so|ok|okay|lol|bot|morning|hmm|also|btw|and|but|honestly|random\s+question|serious\s+question)\W+)*"
+                    r"(?:(?:do|are|did|can|could|have|would|will|were)\s+(?:you|u|ya)\s+(?:ever\s+|even\s+|still\s+|actually\s+|really\s+)*"
+                    r"(?:sleep|dream|eat|feel|get\s+(?:bored|tired|lonely|sad|weekends|days\s+off)|like\s+(?:talking|chatting|me|being|your\s+job|it\s+here)|"
+                    r"have\s+(?:a\s+name|feelings|friends|a\s+favou?rite|weekends|a\s+body|emotions|a\s+life|fun)|having\s+a\s+(?:good|nice|great|fun|rough|busy|bad|long|lovely)|wish|awake|there|alive|"
+                    r"a\s+(?:cat|dog|morning|night|coffee|tea)\s+person|enjoy\s+(?:this|talking|chatting|your)|bored|tired|lonely|happy|ok|okay|doing\s+(?:ok|okay|well|good|alright))\b|"
+                    r"what(?:'s|\s+is|s)\s+(?:your\s+favou?rite|new\s+with\s+(?:you|u)|up\s+with\s+(?:you|u))\b|"
+                    r"how\s+(?:about|abt)\s+(?:you|u)\W*$|and\s+(?:you|u)\W*$|(?:you|u)\s+(?:ok|okay|there|awake|alive|up|doing\s+(?:ok|okay|well|good|alright))\b)"
+                    r"(?![^?]*\b(?:remember|recall|know\s+about\s+me|my|our)\b)", 1.0,
+       TARGET_NONE, name="smalltalk.question_to_the_bot"),
     # advice about a named pet or child needs their facts too: "can Milo eat grapes", "how do I get Arlo to ...",
     # "what age should Hazel start swim lessons" (the corpus side comes from the knowledge patterns); anchored at
     # the first word: tried only on messages that open this way
