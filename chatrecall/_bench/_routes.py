@@ -91,7 +91,11 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              # and two more, asked for look-alike pairs (a personal question shaped like a general one and its
              # general twin) and small-talk questions to the bot (tune_gate.py --compare-sets: 0.9442 -> 0.9455)
              _REPO / "benchmarks" / "data" / "gate_messages_tune28.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune29.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune29.jsonl",
+             # and two more, asked for requests not phrased as questions in all four routes and for the line
+             # between casual messages and real questions (tune_gate.py --compare-sets: 0.9445 -> 0.9475)
+             _REPO / "benchmarks" / "data" / "gate_messages_tune30.jsonl",
+             _REPO / "benchmarks" / "data" / "gate_messages_tune31.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
     # written blind (the writer saw neither patterns nor other sets) and committed before the combiner
     # was retrained on sets 16, 17 and 21; never tuned on (set 20 of the helpers' series)
