@@ -214,6 +214,11 @@ def test_requests_without_a_question_are_routed(gate: Gate, message: str, memory
         ("how cute is that?", False, False),
         ("poor Nina 😢", False, False),
         ("lol he's hopeless", False, False),
+        # social requests and corrections without a lead word (tune sets 30 / 31)
+        ("tell me a joke about cats", False, False),
+        ("cheer me up, rough day", False, False),
+        ("tell me about the french revolution", False, True),
+        ("it's Dr. Alvarez, not Dr. Alvaro", True, False),
         # small talk about the assistant itself (tune sets 28 / 29)
         ("do you ever get tired of chatting?", False, False),
         ("are you having a nice evening?", False, False),

@@ -893,7 +893,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                    r"we\s+(?:stay|stayed|went|go))\b", 0.7, name="personal.what_they_gave_me"),
     # corrections with "not": "wait im on python 3.11 not 3.9", "i said mysql not postgres", "my bad, the invoice was $1,450"
     _p(CORRECTION, r"^\W*(?:wait|no|nope|nein|non|nah|oops|whoops|sorry|actually|my\s+bad|correction|small\s+fix|scratch\s+that)\b"
-                   r"[^?]*\bnot\s+(?:a\s+|an\s+|the\s+|my\s+)?[\w.$,%-]+\W*$", 0.9, name="correction.lead_x_not_y"),
+                   r"[^?]*\bnot\s+(?:a\s+|an\s+|the\s+|my\s+)?[\w.$,%-]+(?:\s+[\w.$,%-]+)?\W*$", 0.9,
+       name="correction.lead_x_not_y"),
     _p(CORRECTION, r"\bi\s+said\s+[\w.$-]+(?:\s+[\w.$-]+)?,?\s+not\s+[\w.$-]+", 0.9, name="correction.i_said_x_not_y"),
     _p(CORRECTION, r"^\W*(?:my\s+bad|oops|whoops|correction|scratch\s+that)\W+(?:the|it|it's|its|i'm|im|my|he|she|"
                    r"they|we)\b(?![^?]*\?)", 0.9, name="correction.my_bad"),
@@ -990,6 +991,24 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                     r"my|our|you|your|should|could|can|tell|list|give|any|help|tips)\b)"
                     r"\W+(?:[\w'-]+\W+){0,5}?(?:he|she|they|him|her|them|that|this|" + _NAME + r")\b(?:'s)?[^\w]*(?:[\w'-]+[^\w]*){0,5}$", 1.0, TARGET_NONE,
        name="smalltalk.reaction_naming_someone"),
+    # written from tune sets 30 and 31: a correction with no lead word ("it's dr. alvarez, not dr. alvaro",
+    # "i'm not vegan, just vegetarian")
+    _p(CORRECTION, r"^\W*(?:it's|its|it\s+is|it\s+was|that's|thats|he's|she's|they're|we're|i'm|im)\s+(?!not\b)[^?,]{1,40},\s*not\s+[^?,]{1,30}\W*$|"
+                   r"^\W*(?:i'm|im|i\s+am|we're|he's|she's|it's|its)\s+not\s+[\w-]+(?:\s+[\w-]+)?\s*,\s*(?:just|only|but)\s+[\w-]+", 0.9,
+       name="correction.x_comma_not_y"),
+    # social requests ask for company, not information: "tell me a joke", "cheer me up", "wish me luck"
+    _p("smalltalk", r"^\W*(?:(?:ok|okay|so|hey|pls|please|can\s+you|could\s+you|just|now|ugh|lol|quick)\W+){0,3}"
+                    r"(?:(?:tell|give|send|write|make|sing|show|hit)\s+(?:me|us)\s+(?:a|an|another|one|some)\s+"
+                    r"(?:(?:quick|short|silly|funny|random|good|bad|cheesy|dad|little|knock[\s-]knock|nice|fun|cute|terrible)\s+)*"
+                    r"(?:joke|jokes|pun|puns|riddle|pep\s+talk|compliment|compliments|hug|limerick|would[\s-]you[\s-]rather|smile|motivation|"
+                    r"encouragement|good\s+news|love)\b|"
+                    r"(?:tell|give)\s+me\s+something\s+(?:fun|nice|funny|random|sweet|cute|good|happy|positive)\W*$|"
+                    r"tell\s+me\s+(?:that\s+)?(?:everything|it|things)(?:'s|\s+is|\s+will\s+be|'ll\s+be)\s+(?:gonna\s+be\s+|going\s+to\s+be\s+)?"
+                    r"(?:ok|okay|fine|alright|all\s+right)|"
+                    r"tell\s+me\s+(?:that\s+)?i'm\s+(?:not\s+crazy|awesome|right|great|doing\s+(?:ok|okay|fine|great))|"
+                    r"remind\s+me\s+(?:that\s+)?i'm\s+(?:not\s+crazy|awesome|great|doing)|"
+                    r"(?:keep\s+me\s+company|cheer\s+me\s+up|talk\s+to\s+me|distract\s+me|entertain\s+me|hype\s+me\s+up|wish\s+me\s+luck)\b)", 1.0,
+       TARGET_NONE, name="smalltalk.social_request"),
     # small talk about the assistant itself: "do you ever sleep?", "are you having a good day?", "what's new with you?"
     # (written from tune sets 28 and 29; not when it asks what the assistant remembers of the user)
     _p("smalltalk", r"^\W*(?:(?:hey|hi|so|ok|okay|lol|bot|morning|hmm|also|btw|and|but|honestly|random\s+question|serious\s+question)\W+)*"
