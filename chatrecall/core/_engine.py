@@ -685,22 +685,25 @@ class ChatRecall(_AsyncMixin):
             ex = np.asarray(sorted(idx.pos[i] for i in exclude if i in idx.pos), dtype=np.int64)
             r = rank_memories(idx, query, qvec, entities, strategy=strategy, k=k, now=now,
                               config=self.retrieval_config, allowed=allowed, exclude=ex, weights=weights)
-            items, rejected = [], []
+            items: list[ScoredItem] = []
+            rejected: list[ScoredItem] = []
             has_cue = bool(r.time_cue)
+            # Python floats and ints once per column, not one numpy scalar per cell
+            columns = {c: v.tolist() for c, v in r.components.items()}
+            scores, hops = r.scores.tolist(), r.hops.tolist()
             for rank, p in enumerate(r.positions.tolist()):
                 rec = idx.records[p]
-                comps = {c: float(v[rank]) for c, v in r.components.items()}
-                why = self._why(rec, comps, r.dense_rank.get(p), r.keys, int(r.hops[rank]), r.related)
+                comps = {c: col[rank] for c, col in columns.items()}
+                why = self._why(rec, comps, r.dense_rank.get(p), r.keys, hops[rank], r.related)
                 if has_cue and comps.get("recency", 0) > 0:
                     why += "; time match" if not r.time_cue.asks_error or idx.has_time[p] else "; shows an error"
-                score = float(r.scores[rank])
+                if rank >= k:
+                    why = f"rank {rank + 1} > k={k}; {why}"
+                score = scores[rank]
                 item = ScoredItem(id=rec.id, text=rec.text, source="memory", score=score,
                                   components=comps, tokens=idx.token_count(p, self.token_counter.count),
                                   tier=tier_of(score, self.budget_config), why=why, record=rec)
-                if rank < k:
-                    items.append(item)
-                else:
-                    rejected.append(dataclasses.replace(item, why=f"rank {rank + 1} > k={k}; {why}"))
+                (items if rank < k else rejected).append(item)
         return _Search(tuple(items), tuple(rejected), r.strategy, r.query_type)
 
     def _refresh(self, st: _UserState, user_id: str, qvec: np.ndarray) -> None:
