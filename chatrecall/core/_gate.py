@@ -15,14 +15,13 @@ With ``learned=False`` the sums decide alone: small-talk (``none``) weights are
 subtracted from both before comparing with the thresholds. Either way a
 correction always searches memory, and the route is ``both`` when both pass.
 
-Speed (pure Python; p50 about 21 µs per message for the patterns and 5 µs more for the
-learned combiner, on a noisy 2-core VM): the
+Speed (pure Python; p50 about 23 µs per message with the learned combiner on a noisy 2-core VM): the
 message is lowercased and split into words once. Each pattern is indexed by the words a match can begin
-with, derived from the parsed regex, and all patterns indexed by a word are
-merged into one regex of lookaheads, so a word costs one ``match`` call at its
-position whatever the number of patterns. Patterns anchored with ``^`` are only
-tried when the first word fits; patterns whose first word cannot be derived
-are searched on every message (correct, just slower).
+with, derived from the parsed regex. Patterns anchored with ``^`` are tried on their own, and only when
+the first word fits. The patterns that can start at a later word and are indexed by that word are merged
+into one regex of lookaheads, so a word costs one ``match`` call at its position whatever the number of
+such patterns; a long one (a word list inside) is tried on its own instead, since every merge would parse
+it again. Patterns whose first word cannot be derived are searched on every message (correct, just slower).
 """
 
 
@@ -170,6 +169,10 @@ _TARGET_CODE = {TARGET_MEMORY: _T_MEMORY, TARGET_CORPUS: _T_CORPUS, TARGET_NONE:
 
 
 _REASON_CACHE = 16384
+#: A pattern that can start at a later word and is longer than this (a word list inside) is matched on its
+#: own at its words instead of merged into each word's regex (each merge parses it again; interleaved A/B on
+#: the 7,800 labelled messages: p50 24.6 -> 22.6 us with this at 2000 against merging all).
+_ALONE_AT_CHARS = 2000
 #: GateDecision's fields in order, each set straight through its slot by :func:`_decision`.
 _DECISION_FIELDS = ("route", "confidence", "memory_score", "corpus_score", "reasons", "correction",
                     "memory_probability", "corpus_probability")
@@ -266,6 +269,7 @@ class Gate:
         wrapped: list[str | None] = []  # regex ready to merge, None if it must run alone
         at: dict[str, list[int]] = {}
         first: dict[str, list[int]] = {}
+        at_alone: dict[str, list[int]] = {}
         search: dict[str, list[int]] = {"": []}
         fallback: list[int] = []
         unless: dict[int, re.Pattern[str]] = {}
@@ -297,8 +301,12 @@ class Gate:
                 continue
             if trig.mode == _MODE_SEARCH or not mergeable:
                 index = search
+            elif trig.mode == _MODE_AT:
+                index = at_alone if len(pat.regex) > _ALONE_AT_CHARS else at
             else:
-                index = at if trig.mode == _MODE_AT else first
+                # anchored (^): tried on its own when the first word fits (one match call each; merged into a
+                # regex of lookaheads per first word they cost more: p50 33 -> 25 us in an interleaved A/B)
+                index = first
             for word in trig.words:
                 index.setdefault(word, []).append(i)
         self._pats = tuple(pats)
@@ -322,12 +330,12 @@ class Gate:
 
         # word -> (merged regex tried at that word or None, its (group, id) pairs,
         #          ids searched once when the word occurs)
-        table: dict[str, tuple[_LazyRegex | None, tuple[tuple[int, int], ...], frozenset[int]]] = {}
-        for word in (set(at) | set(search)) - {""}:
+        table: dict[str, tuple[_LazyRegex | None, tuple[tuple[int, int], ...], frozenset[int], tuple[int, ...]]] = {}
+        for word in (set(at) | set(search) | set(at_alone)) - {""}:
             rx_ids = merged(at[word]) if word in at else (None, ())
-            table[word] = (rx_ids[0], rx_ids[1], frozenset(search.get(word, ())))
+            table[word] = (rx_ids[0], rx_ids[1], frozenset(search.get(word, ())), tuple(at_alone.get(word, ())))
         self._words = table
-        self._first = {k: merged(v) for k, v in first.items()}
+        self._first = {k: tuple(v) for k, v in first.items()}
         self._always = frozenset(search[""])
         self._fallback = tuple(fallback)
         self._unless = unless
@@ -354,7 +362,8 @@ class Gate:
         # pairs it starts or None, merged regex tried at the word or None, its (group, id) pairs, ids
         # searched once when the word occurs). Without the combiner the weights are zero.
         lw = self._tables.words if self._tables is not None else {}
-        no_pat: tuple[_LazyRegex | None, tuple[tuple[int, int], ...], frozenset[int]] = (None, (), frozenset())
+        no_pat: tuple[_LazyRegex | None, tuple[tuple[int, int], ...], frozenset[int], tuple[int, ...]] = (
+            None, (), frozenset(), ())
         no_w: tuple[float, float, dict[str, tuple[float, float]] | None] = (0.0, 0.0, None)
         self._lookup = {w: (*lw.get(w, no_w), *table.get(w, no_pat)) for w in set(lw) | set(table)}
         self._start = self._tables.start if self._tables is not None else None
@@ -363,12 +372,12 @@ class Gate:
         self._by_index = tuple((p[4], p[3], p[5] and p[3] > 0, *tp[i]) for i, p in enumerate(pats))
 
     def warm(self) -> int:
-        """Compile every merged regex now instead of on first use (about 0.6 s on a 2-core VM).
+        """Compile every merged regex now instead of on first use (about 0.15 s on a 2-core VM).
 
-        A new gate compiles the regex of a word the first time a message needs
-        it, which adds up to a few tens of milliseconds to the first messages a
-        process routes. A server that wants even first-message latency calls
-        this once at start-up.
+        A new gate compiles the merged regex of a word the first time a message
+        needs it, which adds a few milliseconds to the first messages a process
+        routes. A server that wants even first-message latency calls this once
+        at start-up.
 
         Returns:
             How many regexes were compiled by this call.
@@ -402,6 +411,7 @@ class Gate:
             message = message.replace("\u2019", "'")
         low = message.lower()
         lookup = self._lookup.get
+        pats = self._pats
         spans: dict[int, tuple[int, int]] = {}
         searched = self._always
         first_word = ""
@@ -419,19 +429,17 @@ class Gate:
                     wc += e[1]
             if not first_word:
                 first_word = word
-                merged = self._first.get(word)
-                if merged is not None:
-                    m = merged[0].match(low)
-                    if m is not None:
-                        regs = m.regs
-                        for g, i in merged[1]:
-                            if regs[g][0] >= 0:
-                                spans[i] = regs[g]
+                anchored = self._first.get(word)
+                if anchored is not None:
+                    for i in anchored:
+                        m = pats[i][0].match(low)
+                        if m is not None:
+                            spans[i] = m.span()
             entry = lookup(word)
             if entry is None:
                 nxt = None
                 continue
-            lm_w, lc_w, nxt, rx, pairs, sids = entry
+            lm_w, lc_w, nxt, rx, pairs, sids, aids = entry
             wl += lm_w
             wc += lc_w
             if rx is not None:
@@ -441,9 +449,15 @@ class Gate:
                     for g, i in pairs:
                         if regs[g][0] >= 0 and i not in spans:
                             spans[i] = regs[g]
+            if aids:
+                at_pos = tok.start()
+                for i in aids:
+                    if i not in spans:
+                        m = pats[i][0].match(low, at_pos)
+                        if m is not None:
+                            spans[i] = m.span()
             if sids:
                 searched = searched | sids
-        pats = self._pats
         for i in searched:
             if i not in spans:
                 m = pats[i][0].search(low)
