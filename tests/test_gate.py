@@ -197,18 +197,7 @@ def test_knowledge_questions_route_to_corpus(gate: Gate, message: str) -> None:
         ("give me five minutes", False, False),
         ("tell me about it, mondays are the worst", False, False),
         ("list them again", True, False),
-    ],
-)
-def test_requests_without_a_question_are_routed(gate: Gate, message: str, memory: bool, corpus: bool) -> None:
-    d = gate.decide(message)
-    assert (d.route.wants_memory, d.route.wants_corpus) == (memory, corpus), d.explain()
-
-
-@pytest.mark.parametrize(
-    ("message", "memory", "corpus"),
-    [
-        # written from tune sets 26 / 27: exclamations shaped as questions and reactions naming someone
-        # ask nothing; advice about a named pet or child needs their facts and the documents
+        # exclamations shaped as questions and reactions naming someone ask nothing (tune sets 26 / 27)
         ("wait, seriously?", False, False),
         ("isn't that wild", False, False),
         ("how cute is that?", False, False),
@@ -223,16 +212,19 @@ def test_requests_without_a_question_are_routed(gate: Gate, message: str, memory
         ("do you ever get tired of chatting?", False, False),
         ("are you having a nice evening?", False, False),
         ("do you remember what my dog is called?", True, False),
+        # advice about a named pet or child needs their facts and the documents (tune sets 26 / 27)
         ("can Milo have peanut butter?", True, True),
         ("how do I get Ava to eat vegetables", True, True),
         ("what age should Leo start piano", True, True),
+        # a recommendation fitted to the user's own tastes (tune set 32)
+        ("suggest a podcast I'd enjoy on my commute", True, True),
+        ("recommend some classic sci-fi novels", False, True),
         # the same openers still ask when the message asks something
         ("omg what's my flight number again", True, False),
         ("can you imagine a world without bees, what would happen?", False, True),
     ],
 )
-def test_rhetorical_reactions_and_advice_about_a_named_one(gate: Gate, message: str, memory: bool,
-                                                           corpus: bool) -> None:
+def test_messages_are_routed_by_what_they_need(gate: Gate, message: str, memory: bool, corpus: bool) -> None:
     d = gate.decide(message)
     assert (d.route.wants_memory, d.route.wants_corpus) == (memory, corpus), d.explain()
 

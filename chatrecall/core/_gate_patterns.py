@@ -1009,6 +1009,12 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                     r"remind\s+me\s+(?:that\s+)?i'm\s+(?:not\s+crazy|awesome|great|doing)|"
                     r"(?:keep\s+me\s+company|cheer\s+me\s+up|talk\s+to\s+me|distract\s+me|entertain\s+me|hype\s+me\s+up|wish\s+me\s+luck)\b)", 1.0,
        TARGET_NONE, name="smalltalk.social_request"),
+    # a recommendation fitted to the user's own tastes needs what memory knows of them: "suggest a show I'd
+    # enjoy", "which yoga style suits me", "album recs for me" (written from tune set 32)
+    _p("personal", r"\b(?:i|we)(?:'d|\s+would|\s+might|\s+could|'ll|\s+will|\s+may)\s+(?:\w+\s+){0,2}?(?:like|love|enjoy|find\s+(?:interesting|useful|fun|helpful|relevant)|be\s+into|get\s+(?:into|hooked\s+on)|binge|dig|fall\s+for)\b(?!\s+to\b)|"
+                   r"\b(?:suits?|fits?|right\s+for|recs?\s+for|recommendations?\s+for|picks?\s+for)\s+me\b|"
+                   r"\b(?:good|best|right|fun|new)\s+[\w-]+(?:\s+[\w-]+)?\s+for\s+me\s+(?:to|this|next|right|now|in|at)\b", 0.6,
+       name="personal.fitted_to_me"),
     # small talk about the assistant itself: "do you ever sleep?", "are you having a good day?", "what's new with you?"
     # (written from tune sets 28 and 29; not when it asks what the assistant remembers of the user)
     _p("smalltalk", r"^\W*(?:(?:hey|hi|so|ok|okay|lol|bot|morning|hmm|also|btw|and|but|honestly|random\s+question|serious\s+question)\W+)*"
