@@ -107,6 +107,11 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     # requests not phrased as questions ("tell me about my sister", "list the noble gases"), written blind by
     # a helper and committed before the request patterns were written; never tuned on (set 25)
     "requests": (_REPO / "benchmarks" / "data" / "gate_messages_blind25.jsonl",),
+    # two more independent writers (memory questions shaped like general ones; casual messages shaped like
+    # questions); tune_gate.py --compare-sets found they would not help as tune sets (leave-one-set-out
+    # 0.9401 -> 0.9393), so they are held out instead, never tuned on (sets 33 and 34)
+    "blind2": (_REPO / "benchmarks" / "data" / "gate_messages_blind33.jsonl",
+               _REPO / "benchmarks" / "data" / "gate_messages_blind34.jsonl"),
 }
 
 
