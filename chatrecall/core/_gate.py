@@ -171,7 +171,7 @@ _TARGET_CODE = {TARGET_MEMORY: _T_MEMORY, TARGET_CORPUS: _T_CORPUS, TARGET_NONE:
 _REASON_CACHE = 16384
 #: A pattern that can start at a later word and is longer than this (a word list inside) is matched on its
 #: own at its words instead of merged into each word's regex (each merge parses it again; interleaved A/B on
-#: the 7,800 labelled messages: p50 24.6 -> 22.6 us with this at 2000 against merging all).
+#: the labelled messages: p50 24.6 -> 22.6 us with this at 2000 against merging every such pattern).
 _ALONE_AT_CHARS = 2000
 #: GateDecision's fields in order, each set straight through its slot by :func:`_decision`.
 _DECISION_FIELDS = ("route", "confidence", "memory_score", "corpus_score", "reasons", "correction",
@@ -215,8 +215,8 @@ class _LazyRegex:
     """A regex compiled on its first ``match``; then ``match`` is the compiled pattern's own method.
 
     The gate indexes hundreds of words; compiling every merged regex up front
-    cost most of ``Gate()`` (0.7 s), while a process that routes a few messages
-    needs a few of them.
+    (:meth:`Gate.warm`, about 0.15 s) is wasted on a process that routes a few
+    messages and needs a few of them.
     """
 
     __slots__ = ("_source", "match")
@@ -329,7 +329,7 @@ class Gate:
             return rx, tuple((g, i) for g, i in enumerate(key, 1))
 
         # word -> (merged regex tried at that word or None, its (group, id) pairs,
-        #          ids searched once when the word occurs)
+        #          ids searched once when the word occurs, ids tried on their own at the word)
         table: dict[str, tuple[_LazyRegex | None, tuple[tuple[int, int], ...], frozenset[int], tuple[int, ...]]] = {}
         for word in (set(at) | set(search) | set(at_alone)) - {""}:
             rx_ids = merged(at[word]) if word in at else (None, ())
@@ -360,7 +360,8 @@ class Gate:
         self._pc_logit = _logit(config.corpus_probability)
         # One lookup per word on the hot path: word -> (combiner memory weight, corpus weight, the word
         # pairs it starts or None, merged regex tried at the word or None, its (group, id) pairs, ids
-        # searched once when the word occurs). Without the combiner the weights are zero.
+        # searched once when the word occurs, ids tried on their own at the word). Without the combiner the
+        # weights are zero.
         lw = self._tables.words if self._tables is not None else {}
         no_pat: tuple[_LazyRegex | None, tuple[tuple[int, int], ...], frozenset[int], tuple[int, ...]] = (
             None, (), frozenset(), ())
