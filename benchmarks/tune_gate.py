@@ -1,6 +1,6 @@
 """Choose the gate's tuned constants on the tune split only, then report every split.
 
-Tune split: ``benchmarks/data/gate_messages_tune*.jsonl`` (twenty-three sets, 4-way routes), TREC CAsT
+Tune split: ``benchmarks/data/gate_messages_tune*.jsonl`` (one file per writer, 4-way routes), TREC CAsT
 2019-2020 and iKAT 2023 train (binary "needs memory"). Validation split, never
 looked at while choosing: ``gate_messages_validation.jsonl`` (written before the
 gate changed), CAsT 2021-2022, iKAT 2023 test.
@@ -234,19 +234,21 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
     return router, provenance
 
 
-def compare_sets(gate: Gate, candidates: list[Path], log: Any = print) -> dict[str, Any]:
+def compare_sets(gate: Gate, candidates: list[Path], log: Any = print,
+                 tune: list[Path] | None = None) -> dict[str, Any]:
     """Should candidate message sets join the tune split? Decided on the tune split only.
 
     First the current default gate scores each candidate set (a blind check: it was never trained on
     them). Then leave-one-set-out over the current tune sets, at the current model's ``C`` and CAsT / iKAT
     weight: each set is scored by a combiner trained on the other sets, without and then with the
-    candidates in training. The held-out splits play no part.
+    candidates in training. The held-out splits play no part. ``tune``: these sets instead of the whole
+    tune split (tests).
     """
     import numpy as np
 
     from chatrecall.core._gate_model import load_default_router
 
-    sets = _tune_sets()
+    sets = _tune_sets() if tune is None else [(p.name, load_messages(p)) for p in tune]
     cands = [(p.name, load_messages(p)) for p in candidates]
     prov = load_default_router().provenance
     c, bw = float(prov["C"]), float(prov["cast_ikat_weight"])

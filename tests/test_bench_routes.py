@@ -45,3 +45,31 @@ def test_gate_on_the_tune_split_answers_personal_questions() -> None:
     assert m["memory_recall_personal"] >= 0.85
     assert m["memory_precision"] >= 0.95
     assert m["casual_skip_rate"] >= 0.95
+
+
+def test_compare_sets_trains_with_the_candidates_and_scores_only_tune_sets(tmp_path: Path) -> None:
+    # benchmarks/tune_gate.py --compare-sets: a candidate set joins training in the "with" column only. A copy
+    # of a tune set as the candidate puts that set's own messages in training, so its held-out score must rise.
+    pytest.importorskip("sklearn")
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo.parent / "shared" / "data" / "gating" / "cast_needs_history_labels.jsonl").exists():
+        pytest.skip("needs ../shared/data/gating (the CAsT / iKAT tune rows)")
+    sys.path.insert(0, str(repo / "benchmarks"))
+    try:
+        import tune_gate
+    finally:
+        sys.path.remove(str(repo / "benchmarks"))
+    from chatrecall.core import GateConfig
+
+    tune = [p for p in MESSAGE_FILES["tune"] if p.name in {"gate_messages_tune22.jsonl", "gate_messages_tune23.jsonl",
+                                                          "gate_messages_tune24.jsonl"}]
+    source = tune[-1]
+    copy = tmp_path / "candidate.jsonl"
+    copy.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    out = tune_gate.compare_sets(Gate(GateConfig(learned=False)), [copy], log=lambda *_: None, tune=tune)
+    assert set(out["per_set"]) == {p.name for p in tune}
+    without, with_copy = out["per_set"][source.name]
+    assert with_copy > without and with_copy >= 0.95
+    assert 0.0 < out["blind_check"]["candidate.jsonl"]["accuracy"] <= 1.0
