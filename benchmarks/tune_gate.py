@@ -46,6 +46,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from chatrecall._bench._routes import (
     CAST_SPLITS,
     IKAT_SPLITS,
@@ -148,8 +150,6 @@ class _Trainer:
     score steps that leave-one-set-out repeats."""
 
     def __init__(self, gate: Gate, sets: list[tuple[str, list[Any]]]) -> None:
-        import numpy as np
-
         data = _tune_data()
         self.btexts = data["cast"][0] + data["ikat"][0]
         self.blabels = np.asarray(data["cast"][1] + data["ikat"][1], dtype=bool)
@@ -159,7 +159,6 @@ class _Trainer:
                        for t in self.btexts]
 
     def fit(self, train_msgs: list[Any], c: float, bw: float) -> tuple[Any, Any, Any]:
-        import numpy as np
         from scipy.sparse import vstack
         from sklearn.feature_extraction import DictVectorizer
 
@@ -183,16 +182,19 @@ class _Trainer:
         return dv, head_m, head_c
 
     def predict(self, model: tuple[Any, Any, Any], msgs: list[Any]) -> Any:
-        import numpy as np
-
         dv, head_m, head_c = model
         x = dv.transform([self.feats[m.text] for m in msgs])
         pm, pc = head_m.decision_function(x) >= 0, head_c.decision_function(x) >= 0
         return np.where(pm & pc, "both", np.where(pm, "memory", np.where(pc, "corpus", "none")))
 
-    def accuracy(self, model: tuple[Any, Any, Any], msgs: list[Any]) -> float:
-        import numpy as np
+    def leave_one_set_out(self, sets: list[tuple[str, list[Any]]], c: float, bw: float,
+                          added: list[Any] | None = None) -> list[float]:
+        """Each set's accuracy under a combiner trained on the other sets (plus ``added``), in order."""
+        return [self.accuracy(self.fit([m for other, ms in sets if other != name for m in ms] + (added or []),
+                                       c, bw), msgs)
+                for name, msgs in sets]
 
+    def accuracy(self, model: tuple[Any, Any, Any], msgs: list[Any]) -> float:
         return float(np.mean(self.predict(model, msgs) == np.asarray([m.route for m in msgs])))
 
 
@@ -202,18 +204,12 @@ def _tune_sets() -> list[tuple[str, list[Any]]]:
 
 def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, Any]]:
     """Train the combiner on the tune split (features from ``gate``, a ``learned=False`` gate)."""
-    import numpy as np
-
     sets = _tune_sets()
     tr = _Trainer(gate, sets)
     lofo: dict[tuple[float, float], float] = {}
     for c in GRID_C:
         for bw in GRID_BINARY_WEIGHT:
-            accs = []
-            for name, msgs in sets:
-                train = [m for other, ms in sets if other != name for m in ms]
-                accs.append(tr.accuracy(tr.fit(train, c, bw), msgs))
-            lofo[c, bw] = float(np.mean(accs))
+            lofo[c, bw] = float(np.mean(tr.leave_one_set_out(sets, c, bw)))
             log(f"combiner C={c} CAsT/iKAT weight={bw}: leave-one-set-out route accuracy {lofo[c, bw]:.4f}")
     best_c, best_bw = max(lofo, key=lambda cb: (lofo[cb], -cb[0]))
     all_msgs = [m for _, ms in sets for m in ms]
@@ -244,8 +240,6 @@ def compare_sets(gate: Gate, candidates: list[Path], log: Any = print,
     candidates in training. The held-out splits play no part. ``tune``: these sets instead of the whole
     tune split (tests).
     """
-    import numpy as np
-
     from chatrecall.core._gate_model import load_default_router
 
     sets = _tune_sets() if tune is None else [(p.name, load_messages(p)) for p in tune]
@@ -259,14 +253,9 @@ def compare_sets(gate: Gate, candidates: list[Path], log: Any = print,
         out["blind_check"][name].pop("errors", None)
         log(f"current gate on {name} (never trained on): accuracy {out['blind_check'][name]['accuracy']:.3f}")
     tr = _Trainer(gate, sets + cands)
-    added = [m for _, ms in cands for m in ms]
-    rows = {"without": [], "with": []}
-    for name, msgs in sets:
-        train = [m for other, ms in sets if other != name for m in ms]
-        a0 = tr.accuracy(tr.fit(train, c, bw), msgs)
-        a1 = tr.accuracy(tr.fit(train + added, c, bw), msgs)
-        rows["without"].append(a0)
-        rows["with"].append(a1)
+    rows = {"without": tr.leave_one_set_out(sets, c, bw),
+            "with": tr.leave_one_set_out(sets, c, bw, [m for _, ms in cands for m in ms])}
+    for (name, _), a0, a1 in zip(sets, rows["without"], rows["with"]):
         out["per_set"][name] = (round(a0, 4), round(a1, 4))
         log(f"{name}: {a0:.4f} -> {a1:.4f}")
     out["mean"] = {k: round(float(np.mean(v)), 4) for k, v in rows.items()}

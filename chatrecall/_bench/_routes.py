@@ -116,7 +116,7 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
 
 
 def load_split(split: str) -> list[LabelledMessage]:
-    """Every labelled message of a split (``tune``, ``validation``, ``blind`` or ``requests``).
+    """Every labelled message of a split (a key of :data:`MESSAGE_FILES`: ``tune`` or a held-out one).
 
     The sets were written independently, so a few short messages ("ok", "lol")
     occur in several: a held-out split drops every text the tune split holds

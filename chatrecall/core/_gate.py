@@ -288,8 +288,8 @@ class Gate:
                          pat.name))
             if pat.unless_before:
                 unless[i] = re.compile(pat.unless_before, re.IGNORECASE)
-            # Merging wraps the regex in a group: own groups (backrefs) or
-            # global inline flags would break, so such patterns run alone.
+            # Merging (patterns that start at a later word) wraps the regex in a group: own groups
+            # (backrefs) or global inline flags would break, so such patterns run alone.
             mergeable = rx.groups == 0 and (re.compile(pat.regex).flags & ~re.UNICODE) == 0
             wrapped.append(((f"(?i:{pat.regex})" if flags else pat.regex)) if mergeable else None)
             if pat.fallback:
@@ -299,10 +299,10 @@ class Gate:
             if trig is None:
                 search[""].append(i)
                 continue
-            if trig.mode == _MODE_SEARCH or not mergeable:
+            if trig.mode == _MODE_SEARCH:
                 index = search
             elif trig.mode == _MODE_AT:
-                index = at_alone if len(pat.regex) > _ALONE_AT_CHARS else at
+                index = at if mergeable and len(pat.regex) <= _ALONE_AT_CHARS else at_alone
             else:
                 # anchored (^): tried on its own when the first word fits (one match call each; merged into a
                 # regex of lookaheads per first word they cost more: p50 33 -> 25 us in an interleaved A/B)
