@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 from difflib import get_close_matches
@@ -11,6 +12,19 @@ from .core._errors import ConfigError, StoreError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from .core import ChatRecall
+
+
+def default_vector_index() -> Any:
+    """The vector index :func:`connect` gives large users: usearch's HNSW when installed (``[ann]``), else None.
+
+    The first import of usearch costs about 30 ms, paid only when a user grows past
+    ``UserIndex.EXACT_MAX`` memories; finding it costs nothing.
+    """
+    if importlib.util.find_spec("usearch") is None:
+        return None
+    from .adapters.usearch import UsearchIndexFactory
+
+    return UsearchIndexFactory()
 
 
 def _engine_params() -> list[str]:
@@ -56,7 +70,8 @@ def connect(
         **engine_kwargs: Passed to :class:`ChatRecall`: ``token_counter``,
             ``retrieval``, ``budget``, ``pins``, ``gate``, ``limits`` (config
             objects or dicts of their fields), ``entity_extractor``,
-            ``max_cached_users``, ``sync_interval_s``, ``clock``.
+            ``max_cached_users``, ``sync_interval_s``, ``clock``, ``vector_index``
+            (default: :func:`default_vector_index`; None for the built-in shortlist).
 
     Raises:
         ConfigError: A bad argument (the message names it and how to fix it).
@@ -98,6 +113,7 @@ def connect(
     from .adapters.sentence_transformers import SentenceTransformerEmbedder
     from .core import ChatRecall
 
+    engine_kwargs.setdefault("vector_index", default_vector_index())
     embedder = SentenceTransformerEmbedder(model)  # cheap: the model loads on the first embedding
     store = ChromaStore(path=path, url=url, namespace=namespace, timeout_s=timeout_s, server_process=server_process)
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .core._engine import ChatRecall
-from .core._fakes import HashEmbedder
+from .core._fakes import ExactVectorIndex, ExactVectorIndexFactory, HashEmbedder
 from .core._memstore import InMemoryStore
 
 
@@ -72,4 +72,5 @@ def fake_engine(**kwargs: Any) -> ChatRecall:
     return ChatRecall(**kwargs)
 
 
-__all__ = ["HashEmbedder", "InMemoryStore", "ManualClock", "fake_engine"]
+__all__ = ["ExactVectorIndex", "ExactVectorIndexFactory", "HashEmbedder", "InMemoryStore", "ManualClock",
+           "fake_engine"]

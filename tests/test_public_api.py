@@ -91,7 +91,8 @@ def test_importing_core_loads_no_framework() -> None:
 def test_testing_all_is_curated_and_documented() -> None:
     import chatrecall.testing as testing
 
-    assert set(testing.__all__) == {"HashEmbedder", "InMemoryStore", "ManualClock", "fake_engine"}
+    assert set(testing.__all__) == {"ExactVectorIndex", "ExactVectorIndexFactory", "HashEmbedder", "InMemoryStore",
+                                   "ManualClock", "fake_engine"}
     for name in testing.__all__:
         assert getattr(testing, name).__doc__, f"chatrecall.testing.{name} has no docstring"
 

@@ -353,9 +353,11 @@ def _open_lc(path: Path, feed: FeedEmbedder) -> tuple[Any, Any]:
 
 
 def _open_cr(path: Path, feed: Any, **kw: Any) -> Any:
+    from chatrecall._connect import default_vector_index
     from chatrecall.adapters.chroma import ChromaStore
     from chatrecall.core import ChatRecall
 
+    kw.setdefault("vector_index", default_vector_index())  # what connect() gives users
     eng = ChatRecall(store=ChromaStore(path=path), embedder=feed, sync_interval_s=1e12, **kw)
     eng._snapshots.min_records = 0  # every size gets its snapshot (the engine's default skips users under 1000)
     return eng

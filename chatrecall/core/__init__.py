@@ -16,13 +16,13 @@ from ._errors import (
     StoreError,
     StoreUnavailableError,
 )
-from ._fakes import HashEmbedder
+from ._fakes import ExactVectorIndex, ExactVectorIndexFactory, HashEmbedder
 from ._format import format_context
 from ._gate import DEFAULT_PATTERNS, Gate, GateConfig, GatePattern
 from ._index import UserIndex
 from ._memstore import InMemoryStore
 from ._metrics import Metrics
-from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
+from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter, VectorIndex, VectorIndexFactory
 from ._rerank import Candidate, rerank
 from ._tokens import ApproxTokenCounter, as_token_counter
 from ._types import (
@@ -55,6 +55,8 @@ __all__ = [
     "ConfigError",
     "Embedder",
     "Entity",
+    "ExactVectorIndex",
+    "ExactVectorIndexFactory",
     "EntityExtractor",
     "ForgetReport",
     "Gate",
@@ -90,6 +92,8 @@ __all__ = [
     "TokenCounter",
     "Turn",
     "UserIndex",
+    "VectorIndex",
+    "VectorIndexFactory",
     "Where",
     "apply_pin_command",
     "as_token_counter",

@@ -29,7 +29,7 @@ from ._format import chunk_text, format_context
 from ._gate import Gate, GateConfig
 from ._index import UserIndex, tokenize
 from ._metrics import Metrics
-from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter
+from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter, VectorIndexFactory
 from ._ranking import rank_memories, topk
 from ._snapshot import SnapshotCache
 from ._tokens import as_token_counter, truncate_to_tokens
@@ -159,6 +159,11 @@ class ChatRecall(_AsyncMixin):
         sync_interval_s: How often a user's cached index is reconciled with
             the store, to pick up writes of other processes.
         clock: Time source (tests pass a fake clock).
+        vector_index: Makes an approximate nearest-neighbour index per large
+            user (over ``UserIndex.EXACT_MAX`` memories), whose shortlist the
+            engine scores exactly: ``UsearchIndexFactory`` from
+            ``chatrecall.adapters.usearch`` (the default of :func:`chatrecall.connect`
+            when usearch is installed). None: a built-in sign-bit shortlist.
     """
 
     def __init__(
@@ -176,6 +181,7 @@ class ChatRecall(_AsyncMixin):
         max_cached_users: int = 256,
         sync_interval_s: float = 300.0,
         clock: Callable[[], float] = time.time,
+        vector_index: VectorIndexFactory | None = None,
     ) -> None:
         # Every argument is checked here, so a mistake fails now, naming the value, not on a later call.
         if store is None or not isinstance(store, MemoryStore):
@@ -196,6 +202,11 @@ class ChatRecall(_AsyncMixin):
             raise ConfigError(f"sync_interval_s={sync_interval_s!r} is invalid: must be a positive number of seconds")
         if not callable(clock):
             raise ConfigError(f"clock={clock!r} is invalid: must be a callable returning epoch seconds (time.time)")
+        if vector_index is not None and not isinstance(vector_index, VectorIndexFactory):
+            raise ConfigError(
+                f"vector_index={vector_index!r} is invalid: pass a VectorIndexFactory (name, create(dim), "
+                "restore(data, dim)) such as chatrecall.adapters.usearch.UsearchIndexFactory(), or None"
+            )
         if entity_extractor is not None and not isinstance(entity_extractor, EntityExtractor):
             raise ConfigError(
                 f"entity_extractor={entity_extractor!r} is invalid: pass an object with extract(text) "
@@ -223,7 +234,8 @@ class ChatRecall(_AsyncMixin):
         self._users_lock = threading.Lock()
         self._pool = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="chatrecall-phase1")
         self._corpus_count: int | None = None
-        self._snapshots = SnapshotCache(store)  # warm start of large users in a new process (see _snapshot)
+        self.vector_index = vector_index
+        self._snapshots = SnapshotCache(store, ann=vector_index)  # warm start of large users in a new process (see _snapshot)
         # Freshness probe bookkeeping (see _refresh): probes made, latency EWMA (ms), last probe time.
         self._fresh_n = 0
         self._fresh_ms = 0.0
@@ -237,7 +249,7 @@ class ChatRecall(_AsyncMixin):
             if st is not None:
                 self._users.move_to_end(user_id)
         if st is None:
-            fresh = _UserState(UserIndex(self.embedder.dim))
+            fresh = _UserState(UserIndex(self.embedder.dim, ann=self.vector_index))
             with fresh.lock:
                 self._load(user_id, fresh)
                 with self._users_lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -11,7 +12,7 @@ import numpy as np
 
 from ._errors import ConfigError, InvalidInputError
 
-__all__ = ["HashEmbedder"]
+__all__ = ["ExactVectorIndex", "ExactVectorIndexFactory", "HashEmbedder"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -72,3 +73,73 @@ class HashEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         self.calls += 1
         return self._one(text)
+
+
+class ExactVectorIndex:
+    """A :class:`~chatrecall.core.VectorIndex` that scans every vector: exact, for tests.
+
+    It counts its searches (``searches``) so a test can see the engine use it;
+    ``fail`` makes every later call raise, as a broken index would.
+
+    Example:
+        >>> ix = ExactVectorIndexFactory().create(2)
+        >>> ix.add(np.arange(2), np.eye(2, dtype=np.float32))
+        >>> ix.search(np.array([0.0, 1.0], dtype=np.float32), 1).tolist()
+        [1]
+    """
+
+    def __init__(self, dim: int, vectors: np.ndarray | None = None) -> None:
+        self.dim = dim
+        self._vec = np.zeros((0, dim), dtype=np.float32) if vectors is None else vectors
+        self.searches = 0
+        self.fail = False
+
+    def __len__(self) -> int:
+        return int(self._vec.shape[0])
+
+    def _check(self) -> None:
+        if self.fail:
+            raise RuntimeError("ExactVectorIndex told to fail")
+
+    def add(self, positions: np.ndarray, vectors: np.ndarray) -> None:
+        self._check()
+        positions = np.asarray(positions, dtype=np.int64)
+        if positions.size and not np.array_equal(positions, np.arange(len(self), len(self) + positions.size)):
+            raise ValueError(f"positions must continue at {len(self)}, got {positions[:3].tolist()}...")
+        self._vec = np.concatenate([self._vec, np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)])
+
+    def search(self, qvec: np.ndarray, k: int) -> np.ndarray:
+        self._check()
+        self.searches += 1
+        sims = self._vec @ np.asarray(qvec, dtype=np.float32)
+        k = min(k, sims.size)
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.argpartition(-sims, k - 1)[:k].astype(np.int64)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        np.save(buf, self._vec, allow_pickle=False)
+        return buf.getvalue()
+
+
+class ExactVectorIndexFactory:
+    """Makes :class:`ExactVectorIndex` instances (and remembers them: ``made``), for tests."""
+
+    name = "exact-test"
+
+    def __init__(self) -> None:
+        self.made: list[ExactVectorIndex] = []
+
+    def create(self, dim: int) -> ExactVectorIndex:
+        ix = ExactVectorIndex(dim)
+        self.made.append(ix)
+        return ix
+
+    def restore(self, data: bytes, dim: int) -> ExactVectorIndex:
+        vec = np.load(io.BytesIO(data), allow_pickle=False)
+        if vec.ndim != 2 or vec.shape[1] != dim:
+            raise ValueError(f"stored vectors have shape {vec.shape}, not (n, {dim})")
+        ix = ExactVectorIndex(dim, vec.astype(np.float32, copy=False))
+        self.made.append(ix)
+        return ix

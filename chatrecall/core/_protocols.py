@@ -1,7 +1,8 @@
-"""Ports: the four interfaces the core needs from the outside world.
+"""Ports: the interfaces the core needs from the outside world.
 
-Adapters (Chroma, sentence-transformers, tiktoken, ...) implement these; the
-package ships fakes for tests (:class:`InMemoryStore`, :class:`HashEmbedder`).
+Adapters (Chroma, sentence-transformers, tiktoken, usearch, ...) implement
+these; the package ships fakes for tests (:class:`InMemoryStore`,
+:class:`HashEmbedder`, :class:`ExactVectorIndex`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import numpy as np
 
 from ._types import Entity, Record, StoreHit, Where
 
-__all__ = ["Embedder", "EntityExtractor", "MemoryStore", "StoreBatch", "TokenCounter"]
+__all__ = ["Embedder", "EntityExtractor", "MemoryStore", "StoreBatch", "TokenCounter", "VectorIndex",
+           "VectorIndexFactory"]
 
 
 class StoreBatch(Protocol):
@@ -97,4 +99,49 @@ class EntityExtractor(Protocol):
 
     def extract(self, text: str) -> list[Entity]:
         """Entities in order of appearance, deduplicated by key."""
+        ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """An approximate nearest-neighbour index over one user's vectors, keyed by index position.
+
+    The engine uses it only to pick a shortlist for a large user (over
+    ``UserIndex.EXACT_MAX`` memories) and scores the shortlist exactly itself,
+    so it may trade a little precision for speed. Positions are added in
+    order (0, 1, 2, ...); the index is rebuilt when memories are deleted.
+    """
+
+    def __len__(self) -> int:
+        """Number of vectors added."""
+        ...
+
+    def add(self, positions: np.ndarray, vectors: np.ndarray) -> None:
+        """Add ``vectors`` (``(m, dim)`` float32, L2-normalised) under ``positions`` (``(m,)`` int64)."""
+        ...
+
+    def search(self, qvec: np.ndarray, k: int) -> np.ndarray:
+        """Positions of (about) the ``k`` vectors with the largest inner product with ``qvec``, as int64."""
+        ...
+
+    def to_bytes(self) -> bytes:
+        """The index serialised, for the user's snapshot (see :meth:`VectorIndexFactory.restore`)."""
+        ...
+
+
+@runtime_checkable
+class VectorIndexFactory(Protocol):
+    """Makes a :class:`VectorIndex` per user, new or from the bytes of a snapshot."""
+
+    @property
+    def name(self) -> str:
+        """Names the index kind and its settings: a snapshot written by another kind is rebuilt, not restored."""
+        ...
+
+    def create(self, dim: int) -> VectorIndex:
+        """An empty index for ``dim``-dimensional vectors."""
+        ...
+
+    def restore(self, data: bytes, dim: int) -> VectorIndex:
+        """The index serialised by :meth:`VectorIndex.to_bytes`."""
         ...

@@ -4,8 +4,9 @@ A snapshot is one file per user, ``<key>.snap``, in a directory the store names
 (``ChromaStore.snapshot_dir``); ``<key>`` is a hash of the user id. The file is
 a small JSON header (user id, validation fields, the layout of the arrays, the
 string tables) followed by the raw arrays of the index: vectors, BM25 lengths
-and postings, entity, session and co-occurrence tables, sign bits, and the
-records as columns (texts as one UTF-8 block). The header repeats the user id
+and postings, entity, session and co-occurrence tables, sign bits, the
+records as columns (texts as one UTF-8 block), and the bytes of the user's
+vector index when the engine has one (restored only by the same kind). The header repeats the user id
 and is checked on load, so a snapshot is never served to another user; a
 CRC-32 over the arrays catches a damaged file. Loading is a read of the file
 and a checksum: tables and records are built per key / per position on first
@@ -69,6 +70,7 @@ from typing import IO, Any, overload
 import numpy as np
 
 from ._index import UserIndex
+from ._protocols import VectorIndexFactory
 from ._types import Record
 
 try:  # POSIX: the version file is read-modify-written under an exclusive lock
@@ -83,7 +85,8 @@ __all__ = ["LazyRecords", "SnapshotCache", "SnapshotError", "code_fingerprint", 
 FORMAT = 2
 _MAGIC = b"CRSNAP2\n"
 _ALIGN = 64
-_SKIP = frozenset({"pos", "records"})  # pos is derived from the ids; records are stored as columns
+# pos is derived from the ids; records are stored as columns; the vector index as its own bytes ("ann")
+_SKIP = frozenset({"pos", "records", "_ann", "_ann_factory"})
 #: An open writer older than this is taken for dead (no single store write lasts an hour).
 OPEN_MAX_S = 3600.0
 _MISSING: Any = object()
@@ -475,6 +478,30 @@ def _dump_attrs(index: UserIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]
     return meta, arrays
 
 
+def _dump_vector_index(index: UserIndex, arrays: dict[str, np.ndarray]) -> str | None:
+    """Add the index's vector index (brought up to date) as bytes; its factory's name, or None without one."""
+    ann = index.sync_vector_index()
+    factory = index._ann_factory
+    if ann is None or factory is None:
+        return None
+    arrays["ann"] = np.frombuffer(ann.to_bytes(), dtype=np.uint8)
+    return str(factory.name)
+
+
+def _restore_vector_index(index: UserIndex, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
+                          ann: VectorIndexFactory | None) -> None:
+    """Attach the stored vector index when it was made by ``ann``'s kind; else it is rebuilt on first need."""
+    data = arrays.get("ann")
+    if ann is None or data is None or header.get("ann") != ann.name:
+        return
+    try:
+        restored = ann.restore(data.tobytes(), index.dim)
+    except Exception:  # noqa: BLE001 - a cache of a cache: the index is rebuilt from the vectors on first need
+        return
+    if len(restored) <= len(index):
+        index.attach_vector_index(restored)
+
+
 def _dump_records(index: UserIndex, user_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     ids: list[str] = []
     texts: list[bytes] = []
@@ -531,6 +558,7 @@ def save(folder: Path, user_id: str, index: UserIndex, *, version: str | None) -
     attrs, arrays = _dump_attrs(index)
     cols, rec_arrays = _dump_records(index, user_id)
     arrays.update(rec_arrays)
+    ann_name = _dump_vector_index(index, arrays)
     count, digest = ids_digest(cols["ids"])
     layout: dict[str, list[Any]] = {}
     off = 0
@@ -544,7 +572,7 @@ def save(folder: Path, user_id: str, index: UserIndex, *, version: str | None) -
         off += a.nbytes
     header = {"format": FORMAT, "user_id": user_id, "count": count, "digest": digest, "version": version,
               "fingerprint": code_fingerprint(), "signature": _signature(index), "attrs": attrs,
-              "records": cols, "layout": layout, "data_len": off, "saved_at": time.time()}
+              "records": cols, "layout": layout, "data_len": off, "ann": ann_name, "saved_at": time.time()}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{snapshot_key(user_id)}.snap"
     tmp = folder / f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
@@ -696,8 +724,9 @@ def _restore(index: UserIndex, header: Mapping[str, Any], arrays: Mapping[str, n
     index.pos = dict(zip(cols.ids, range(len(cols.ids))))
 
 
-def _load_open(fh: IO[bytes], header: Mapping[str, Any], user_id: str, dim: int) -> UserIndex:
-    index = UserIndex(dim)
+def _load_open(fh: IO[bytes], header: Mapping[str, Any], user_id: str, dim: int,
+               ann: VectorIndexFactory | None = None) -> UserIndex:
+    index = UserIndex(dim, ann=ann)
     if header.get("signature") != _signature(index):
         raise SnapshotError("snapshot was written by another version of UserIndex")
     if header.get("fingerprint") != code_fingerprint():
@@ -705,6 +734,7 @@ def _load_open(fh: IO[bytes], header: Mapping[str, Any], user_id: str, dim: int)
     try:
         arrays = _read_arrays(fh, header)
         _restore(index, header, arrays, user_id)
+        _restore_vector_index(index, header, arrays, ann)
     except SnapshotError:
         raise
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
@@ -715,8 +745,10 @@ def _load_open(fh: IO[bytes], header: Mapping[str, Any], user_id: str, dim: int)
     return index
 
 
-def load(folder: Path, user_id: str, dim: int) -> UserIndex | None:
+def load(folder: Path, user_id: str, dim: int, *, ann: VectorIndexFactory | None = None) -> UserIndex | None:
     """The user's index from its snapshot file, without any check against the store (None: no snapshot).
+
+    ``ann`` makes the loaded index's vector index; the stored one is attached when ``ann`` made it.
 
     Raises:
         SnapshotError: The file is corrupted or does not fit this code.
@@ -726,7 +758,7 @@ def load(folder: Path, user_id: str, dim: int) -> UserIndex | None:
         return None
     fh, header = opened
     with fh:
-        return _load_open(fh, header, user_id, dim)
+        return _load_open(fh, header, user_id, dim, ann)
 
 
 def remove(folder: Path, user_id: str) -> None:
@@ -839,9 +871,11 @@ class SnapshotCache:
             other hosts write to it.
         min_records: Users with fewer memories are not snapshotted (their
             rebuild from the store is fast anyway).
+        ann: The vector index kind of restored indexes (see :meth:`UserIndex.sync_vector_index`).
     """
 
-    def __init__(self, store: Any, *, min_records: int = 1000) -> None:
+    def __init__(self, store: Any, *, min_records: int = 1000, ann: VectorIndexFactory | None = None) -> None:
+        self.ann = ann
         folder = getattr(store, "snapshot_dir", None)
         ids = getattr(store, "ids", None)
         self.folder: Path | None = Path(folder) if folder is not None and callable(ids) else None
@@ -984,7 +1018,7 @@ class SnapshotCache:
                     return None
                 how = "ok: ids compared"
             try:
-                index = _load_open(fh, header, user_id, dim)
+                index = _load_open(fh, header, user_id, dim, self.ann)
             except Exception as exc:  # noqa: BLE001 - a snapshot is a cache: whatever fails, the store rebuilds it
                 self._reject(user_id, f"corrupt: {exc}" if isinstance(exc, SnapshotError)
                              else f"corrupt: {type(exc).__name__}: {exc}")
