@@ -237,8 +237,10 @@ def compare_sets(gate: Gate, candidates: list[Path], log: Any = print,
     First the current default gate scores each candidate set (a blind check: it was never trained on
     them). Then leave-one-set-out over the current tune sets, at the current model's ``C`` and CAsT / iKAT
     weight: each set is scored by a combiner trained on the other sets, without and then with the
-    candidates in training. The held-out splits play no part. ``tune``: these sets instead of the whole
-    tune split (tests).
+    candidates in training. With two or more candidates (written apart), each candidate is held out too,
+    scored without (tune sets only) and with the other candidates in training: ``mean_all`` averages
+    over every set, so a form the tune sets lack can count. The held-out splits play no part.
+    ``tune``: these sets instead of the whole tune split (tests).
     """
     from chatrecall.core._gate_model import load_default_router
 
@@ -260,6 +262,19 @@ def compare_sets(gate: Gate, candidates: list[Path], log: Any = print,
         log(f"{name}: {a0:.4f} -> {a1:.4f}")
     out["mean"] = {k: round(float(np.mean(v)), 4) for k, v in rows.items()}
     log(f"leave-one-set-out mean over {len(sets)} tune sets: {out['mean']['without']:.4f} -> {out['mean']['with']:.4f}")
+    if len(cands) > 1:
+        # The tune sets cannot credit forms they hardly hold. With several candidates (different writers),
+        # each candidate is also held out: scored by a combiner trained on the tune sets alone, then on the
+        # tune sets plus the other candidates. Do the forms learned from one writer carry to another's?
+        base = tr.fit([m for _, ms in sets for m in ms], c, bw)
+        held = {"without": [tr.accuracy(base, ms) for _, ms in cands],
+                "with": tr.leave_one_set_out(cands, c, bw, [m for _, ms in sets for m in ms])}
+        for (name, _), a0, a1 in zip(cands, held["without"], held["with"]):
+            out["per_set"][name] = (round(a0, 4), round(a1, 4))
+            log(f"{name} (candidate, held out): {a0:.4f} -> {a1:.4f}")
+        out["mean_all"] = {k: round(float(np.mean(rows[k] + held[k])), 4) for k in rows}
+        log(f"mean over the {len(sets)} tune sets and {len(cands)} candidates, each held out: "
+            f"{out['mean_all']['without']:.4f} -> {out['mean_all']['with']:.4f}")
     return out
 
 
