@@ -61,6 +61,7 @@ from chatrecall._bench._routes import (
     run_routes,
 )
 from chatrecall.core import Gate, GateConfig
+from chatrecall.core._gate import _QUESTION_OPENERS, _TOKEN
 from chatrecall.core._gate_model import MODEL_FILE, LinearRouter, feature_items
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,6 +78,8 @@ HELD_OUT = tuple(split for split in MESSAGE_FILES if split != "tune")
 #: Combiner: regularisation grid (chosen by leave-one-set-out), least feature count.
 GRID_C = (1.0, 3.0, 10.0, 30.0)
 GRID_BINARY_WEIGHT = (0.0, 1.0)
+#: Floors of the question rule (P of the likelier head; None: no rule), chosen by leave-one-set-out.
+GRID_QUESTION_FLOOR: tuple[float | None, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, None)
 MIN_COUNT = 2
 MODEL_PATH = REPO / "chatrecall" / "data" / MODEL_FILE
 
@@ -154,6 +157,15 @@ class _Trainer:
         self.btexts = data["cast"][0] + data["ikat"][0]
         self.blabels = np.asarray(data["cast"][1] + data["ikat"][1], dtype=bool)
         self.feats = {m.text: _feature_dict(gate, m.text) for _, msgs in sets for m in msgs}
+        # what the gate's question rule needs: the pattern scores' route, a correction, the question form
+        self.rule_route: dict[str, str] = {}
+        for _, msgs in sets:
+            for m in msgs:
+                d = gate.decide(m.text)
+                low = m.text.replace("\u2019", "'").lower()
+                words = _TOKEN.findall(low)
+                asks = "?" in low or (bool(words) and words[0] in _QUESTION_OPENERS)
+                self.rule_route[m.text] = d.route.value if asks and not d.correction else "none"
         # CAsT / iKAT rows: pattern features only (see the module docstring)
         self.bfeats = [{k: v for k, v in _feature_dict(gate, t).items() if not k.startswith(("u:", "b:"))}
                        for t in self.btexts]
@@ -181,11 +193,17 @@ class _Trainer:
             head_m, head_c = _fit(x, y_mem, x, np.isin(y, ["corpus", "both"]), c)
         return dv, head_m, head_c
 
-    def predict(self, model: tuple[Any, Any, Any], msgs: list[Any]) -> Any:
+    def predict(self, model: tuple[Any, Any, Any], msgs: list[Any], question_floor: float | None = None) -> Any:
         dv, head_m, head_c = model
         x = dv.transform([self.feats[m.text] for m in msgs])
-        pm, pc = head_m.decision_function(x) >= 0, head_c.decision_function(x) >= 0
-        return np.where(pm & pc, "both", np.where(pm, "memory", np.where(pc, "corpus", "none")))
+        lm, lc = head_m.decision_function(x), head_c.decision_function(x)
+        pm, pc = lm >= 0, lc >= 0
+        out = np.where(pm & pc, "both", np.where(pm, "memory", np.where(pc, "corpus", "none")))
+        if question_floor is not None:  # as Gate.decide: an unsure unsearched question takes the patterns' search
+            rule = np.asarray([self.rule_route[m.text] for m in msgs])
+            floor = -np.inf if question_floor <= 0 else np.log(question_floor / (1 - question_floor))
+            out = np.where((out == "none") & (rule != "none") & (np.maximum(lm, lc) >= floor), rule, out)
+        return out
 
     def leave_one_set_out(self, sets: list[tuple[str, list[Any]]], c: float, bw: float,
                           added: list[Any] | None = None) -> list[float]:
@@ -194,8 +212,17 @@ class _Trainer:
                                        c, bw), msgs)
                 for name, msgs in sets]
 
-    def accuracy(self, model: tuple[Any, Any, Any], msgs: list[Any]) -> float:
-        return float(np.mean(self.predict(model, msgs) == np.asarray([m.route for m in msgs])))
+    def accuracy(self, model: tuple[Any, Any, Any], msgs: list[Any], question_floor: float | None = None) -> float:
+        return float(np.mean(self.predict(model, msgs, question_floor) == np.asarray([m.route for m in msgs])))
+
+    def question_floors(self, sets: list[tuple[str, list[Any]]], c: float, bw: float) -> dict[float | None, float]:
+        """Leave-one-set-out accuracy for each question-rule floor of ``GRID_QUESTION_FLOOR`` (one fit per set)."""
+        acc: dict[float | None, list[float]] = {f: [] for f in GRID_QUESTION_FLOOR}
+        for name, msgs in sets:
+            model = self.fit([m for other, ms in sets if other != name for m in ms], c, bw)
+            for f in GRID_QUESTION_FLOOR:
+                acc[f].append(self.accuracy(model, msgs, f))
+        return {f: float(np.mean(v)) for f, v in acc.items()}
 
 
 def _tune_sets() -> list[tuple[str, list[Any]]]:
@@ -212,6 +239,10 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
             lofo[c, bw] = float(np.mean(tr.leave_one_set_out(sets, c, bw)))
             log(f"combiner C={c} CAsT/iKAT weight={bw}: leave-one-set-out route accuracy {lofo[c, bw]:.4f}")
     best_c, best_bw = max(lofo, key=lambda cb: (lofo[cb], -cb[0]))
+    # The question rule's floor (see Gate.decide) at the chosen C; ties go to the later (stricter) floor.
+    floors = tr.question_floors(sets, best_c, best_bw)
+    floor = max(reversed(GRID_QUESTION_FLOOR), key=lambda f: floors[f])
+    log("question rule floor: " + ", ".join(f"{f}: {a:.4f}" for f, a in floors.items()) + f" -> {floor}")
     all_msgs = [m for _, ms in sets for m in ms]
     dv, head_m, head_c = tr.fit(all_msgs, best_c, best_bw)
     names = dv.get_feature_names_out()
@@ -225,8 +256,11 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         "min_count": MIN_COUNT, "C": best_c, "cast_ikat_weight": best_bw,
         "leave_one_set_out_accuracy": {f"C={c} cast_ikat_weight={bw}": round(a, 4) for (c, bw), a in lofo.items()},
         "pattern_constants": "the gate block of chatrecall/core/_tuned.py at training time",
+        "question_rule": {"floor": floor, "leave_one_set_out_accuracy": {str(f): round(a, 4)
+                                                                         for f, a in floors.items()}},
     }
-    router = LinearRouter(weights, (float(head_m.intercept_[0]), float(head_c.intercept_[0])), provenance)
+    router = LinearRouter(weights, (float(head_m.intercept_[0]), float(head_c.intercept_[0])), provenance,
+                          question_floor=floor)
     return router, provenance
 
 

@@ -73,3 +73,15 @@ def test_compare_sets_trains_with_the_candidates_and_scores_only_tune_sets(tmp_p
     without, with_copy = out["per_set"][source.name]
     assert with_copy > without and with_copy >= 0.95
     assert 0.0 < out["blind_check"]["candidate.jsonl"]["accuracy"] <= 1.0
+    assert "mean_all" not in out  # one candidate is never held out: nothing else of its kind could teach it
+    # Two candidates: each is held out too, without (tune sets only) and with the other in training. Two
+    # copies of one set: the held-out copy is learned from the other copy, so its score must rise.
+    twin = tmp_path / "twin.jsonl"
+    twin.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    out2 = tune_gate.compare_sets(Gate(GateConfig(learned=False)), [copy, twin], log=lambda *_: None,
+                                  tune=tune[:-1])
+    assert set(out2["per_set"]) == {p.name for p in tune[:-1]} | {"candidate.jsonl", "twin.jsonl"}
+    for name in ("candidate.jsonl", "twin.jsonl"):
+        without, with_twin = out2["per_set"][name]
+        assert with_twin > without and with_twin >= 0.95
+    assert out2["mean_all"]["with"] > out2["mean_all"]["without"]

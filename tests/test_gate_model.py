@@ -142,7 +142,14 @@ def test_router_round_trips_through_json() -> None:
     assert back.provenance == {"script": "x"}
 
 
-def test_a_question_the_combiner_would_leave_unsearched_keeps_the_pattern_route(gate: Gate) -> None:
+def test_a_question_the_combiner_would_leave_unsearched_keeps_the_pattern_route(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a combiner that leaves every message unsearched, with the question rule on: the rule alone decides
+    import chatrecall.core._gate as gate_module
+
+    monkeypatch.setattr(gate_module, "load_default_router",
+                        lambda: LinearRouter({}, (-5.0, -5.0), {}, question_floor=0.0))
+    gate = Gate()
     msg = "remember how kubernetes schedules pods onto nodes?"
     d = gate.decide(msg)
     assert d.memory_probability is not None and d.memory_probability < 0.5
@@ -150,13 +157,37 @@ def test_a_question_the_combiner_would_leave_unsearched_keeps_the_pattern_route(
     assert d.route is Gate(GateConfig(learned=False)).decide(msg).route is not Route.NONE
     # the rule is for questions only: the same words as a statement stay with the combiner
     assert gate.decide(msg.rstrip("?")).route is Route.NONE
+    # with the rule off, or a floor above the combiner's P (it is sure), its "none" stands for questions too
+    for floor in (None, 0.1):
+        monkeypatch.setattr(gate_module, "load_default_router",
+                            lambda floor=floor: LinearRouter({}, (-5.0, -5.0), {}, question_floor=floor))
+        assert Gate().decide(msg).route is Route.NONE, floor
+    # a floor under it (the combiner is unsure: P = 0.27): the pattern scores' search stands
+    monkeypatch.setattr(gate_module, "load_default_router",
+                        lambda: LinearRouter({}, (-1.0, -1.0), {}, question_floor=0.2))
+    assert Gate().decide(msg).route is not Route.NONE
+
+
+def test_the_question_rule_floor_is_data_of_the_model() -> None:
+    for floor in (None, 0.3):
+        r = LinearRouter({"u:my": (1.0, 0.0)}, (0.0, 0.0), {}, question_floor=floor)
+        assert LinearRouter.from_json(json.loads(json.dumps(r.to_json()))).question_floor == floor
+    old = {k: v for k, v in r.to_json().items() if k != "question_floor"}  # written before the field existed
+    assert LinearRouter.from_json(old).question_floor == 0.0
+    with pytest.raises(ConfigError, match="question_floor='high'"):
+        LinearRouter.from_json({**r.to_json(), "question_floor": "high"})
+    with pytest.raises(ConfigError, match="question_floor=1.5"):
+        LinearRouter({}, (0.0, 0.0), question_floor=1.5)
+    shipped = load_default_router()
+    assert shipped.question_floor == shipped.provenance["question_rule"]["floor"]
 
 
 def test_a_question_word_first_counts_as_a_question_for_the_safety_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     # a combiner that leaves every message unsearched: the rule alone decides, whatever the shipped weights
     import chatrecall.core._gate as gate_module
 
-    monkeypatch.setattr(gate_module, "load_default_router", lambda: LinearRouter({}, (-5.0, -5.0), {}))
+    monkeypatch.setattr(gate_module, "load_default_router",
+                        lambda: LinearRouter({}, (-5.0, -5.0), {}, question_floor=0.0))
     gate = Gate()
     d = gate.decide("what's the campsite called")  # no "?": the question word makes it a question
     assert d.memory_probability is not None and d.memory_probability < 0.5

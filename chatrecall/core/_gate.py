@@ -256,6 +256,7 @@ class Gate:
 
     __slots__ = ("_always", "_config", "_fallback", "_first", "_lazy", "_pats", "_reasons", "_words", "_mt", "_ct",
                  "_slope", "_bm", "_unless", "_unless_ids", "_router", "_tables", "_pm_logit", "_pc_logit", "_lookup",
+                 "_question_floor",
                  "_start", "_by_index")
 
     def __init__(self, config: GateConfig | None = None) -> None:
@@ -356,6 +357,8 @@ class Gate:
                 push[i] = (x, 0.0) if target == _T_MEMORY else (0.0, x) if target == _T_CORPUS else (-x, -x)
             tb.pats = tuple(push)
             self._tables = tb
+        floor = None if self._router is None else self._router.question_floor
+        self._question_floor = math.inf if floor is None else -math.inf if floor <= 0.0 else _logit(floor)
         self._pm_logit = _logit(config.memory_probability)
         self._pc_logit = _logit(config.corpus_probability)
         # One lookup per word on the hot path: word -> (combiner memory weight, corpus weight, the word
@@ -509,10 +512,12 @@ class Gate:
         qmark = "?" in low
         question = qmark or first_word in _QUESTION_OPENERS
         lm, lc = self._learned_logits(tb, qmark, question, mem, corp, none, wl, wc)
-        if lm < self._pm_logit and lc < self._pc_logit and not correction and question:
-            # Safety rule: a question ("?", or a question word first) the combiner would leave
-            # unsearched keeps the pattern scores' route when they search (leave-one-set-out:
-            # accuracy 0.9485 -> 0.9496; it guards the costliest mistake, a question left unanswered).
+        if lm < self._pm_logit and lc < self._pc_logit and not correction and question \
+                and max(lm, lc) >= self._question_floor:
+            # Question rule: a question ("?", or a question word first) the combiner would leave
+            # unsearched, though not sure of it (the likelier head at least the model's question_floor),
+            # keeps the pattern scores' route when they search. The floor is chosen with the weights by
+            # leave-one-set-out (benchmarks/tune_gate.py; provenance.question_rule).
             d = self._verdict(mem, corp, none, correction, fired)
             if d.route is not Route.NONE:
                 return dataclasses.replace(d, memory_probability=_sigmoid(lm), corpus_probability=_sigmoid(lc))

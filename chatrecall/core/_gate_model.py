@@ -77,6 +77,9 @@ class LinearRouter:
         weights: Feature -> (memory weight, corpus weight).
         bias: (memory bias, corpus bias).
         provenance: Where the weights came from (script, data, settings).
+        question_floor: A question the heads would leave unsearched keeps the route of the pattern
+            scores when they search and the likelier head gives it at least this probability (see
+            :meth:`Gate.decide`); None: never. Chosen with the weights.
 
     Example:
         >>> r = LinearRouter({"u:my": (2.0, -1.0)}, (-1.0, 0.5))
@@ -85,13 +88,16 @@ class LinearRouter:
         (0.731, 0.378)
     """
 
-    __slots__ = ("_w", "_bias", "provenance")
+    __slots__ = ("_w", "_bias", "provenance", "question_floor")
 
     def __init__(self, weights: dict[str, tuple[float, float]], bias: tuple[float, float],
-                 provenance: dict[str, Any] | None = None) -> None:
+                 provenance: dict[str, Any] | None = None, *, question_floor: float | None = 0.0) -> None:
         self._w = weights
         self._bias = (float(bias[0]), float(bias[1]))
         self.provenance = dict(provenance or {})
+        if question_floor is not None and not 0.0 <= question_floor < 1.0:
+            raise ConfigError(f"question_floor={question_floor!r} is invalid: a probability in [0, 1) or None")
+        self.question_floor = None if question_floor is None else float(question_floor)
 
     def __len__(self) -> int:
         return len(self._w)
@@ -151,7 +157,7 @@ class LinearRouter:
     def to_json(self) -> dict[str, Any]:
         """The router as the data file stores it."""
         return {"format": FORMAT, "provenance": self.provenance, "bias": list(self._bias),
-                "weights": {k: [round(v[0], 5), round(v[1], 5)] for k, v in sorted(self._w.items())}}
+                "question_floor": self.question_floor, "weights": {k: [round(v[0], 5), round(v[1], 5)] for k, v in sorted(self._w.items())}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, source: str = "<data>") -> LinearRouter:
@@ -166,7 +172,11 @@ class LinearRouter:
                               "regenerate it with benchmarks/tune_gate.py")
         weights = {str(k): (float(v[0]), float(v[1])) for k, v in data["weights"].items()}
         bias = data["bias"]
-        return cls(weights, (float(bias[0]), float(bias[1])), data.get("provenance"))
+        floor = data.get("question_floor", 0.0)  # files written before the field: the rule always applied
+        if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float))):
+            raise ConfigError(f"gate model {source} is invalid: question_floor={floor!r} is not a number or "
+                              "null; regenerate it with benchmarks/tune_gate.py")
+        return cls(weights, (float(bias[0]), float(bias[1])), data.get("provenance"), question_floor=floor)
 
 
 class RouterTables:
