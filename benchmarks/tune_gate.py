@@ -215,14 +215,23 @@ class _Trainer:
     def accuracy(self, model: tuple[Any, Any, Any], msgs: list[Any], question_floor: float | None = None) -> float:
         return float(np.mean(self.predict(model, msgs, question_floor) == np.asarray([m.route for m in msgs])))
 
-    def question_floors(self, sets: list[tuple[str, list[Any]]], c: float, bw: float) -> dict[float | None, float]:
-        """Leave-one-set-out accuracy for each question-rule floor of ``GRID_QUESTION_FLOOR`` (one fit per set)."""
+    def question_floors(self, sets: list[tuple[str, list[Any]]], c: float, bw: float
+                        ) -> dict[float | None, tuple[float, float]]:
+        """Leave-one-set-out (accuracy, memory recall) for each question-rule floor of ``GRID_QUESTION_FLOOR``
+        (one fit per set; memory recall over every memory / both message of the sets)."""
         acc: dict[float | None, list[float]] = {f: [] for f in GRID_QUESTION_FLOOR}
+        hit: dict[float | None, int] = dict.fromkeys(GRID_QUESTION_FLOOR, 0)
+        need = 0
         for name, msgs in sets:
             model = self.fit([m for other, ms in sets if other != name for m in ms], c, bw)
+            y = np.asarray([m.route for m in msgs])
+            wants = np.isin(y, ["memory", "both"])
+            need += int(wants.sum())
             for f in GRID_QUESTION_FLOOR:
-                acc[f].append(self.accuracy(model, msgs, f))
-        return {f: float(np.mean(v)) for f, v in acc.items()}
+                pred = self.predict(model, msgs, f)
+                acc[f].append(float(np.mean(pred == y)))
+                hit[f] += int(np.sum(np.isin(pred, ["memory", "both"]) & wants))
+        return {f: (float(np.mean(acc[f])), hit[f] / max(need, 1)) for f in GRID_QUESTION_FLOOR}
 
 
 def _tune_sets() -> list[tuple[str, list[Any]]]:
@@ -239,10 +248,14 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
             lofo[c, bw] = float(np.mean(tr.leave_one_set_out(sets, c, bw)))
             log(f"combiner C={c} CAsT/iKAT weight={bw}: leave-one-set-out route accuracy {lofo[c, bw]:.4f}")
     best_c, best_bw = max(lofo, key=lambda cb: (lofo[cb], -cb[0]))
-    # The question rule's floor (see Gate.decide) at the chosen C; ties go to the later (stricter) floor.
+    # The question rule's floor (see Gate.decide) at the chosen C: the most accurate floor that leaves memory
+    # recall where the rule applied always (floor 0) put it: a memory question left unsearched loses its
+    # evidence, a casual question searched costs tokens. Ties go to the later (stricter) floor.
     floors = tr.question_floors(sets, best_c, best_bw)
-    floor = max(reversed(GRID_QUESTION_FLOOR), key=lambda f: floors[f])
-    log("question rule floor: " + ", ".join(f"{f}: {a:.4f}" for f, a in floors.items()) + f" -> {floor}")
+    keeps = [f for f in GRID_QUESTION_FLOOR if floors[f][1] >= floors[GRID_QUESTION_FLOOR[0]][1]]
+    floor = max(reversed(keeps), key=lambda f: floors[f][0])
+    log("question rule floor (accuracy, memory recall): "
+        + ", ".join(f"{f}: {a:.4f} {r:.4f}" for f, (a, r) in floors.items()) + f" -> {floor}")
     all_msgs = [m for _, ms in sets for m in ms]
     dv, head_m, head_c = tr.fit(all_msgs, best_c, best_bw)
     names = dv.get_feature_names_out()
@@ -256,8 +269,9 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         "min_count": MIN_COUNT, "C": best_c, "cast_ikat_weight": best_bw,
         "leave_one_set_out_accuracy": {f"C={c} cast_ikat_weight={bw}": round(a, 4) for (c, bw), a in lofo.items()},
         "pattern_constants": "the gate block of chatrecall/core/_tuned.py at training time",
-        "question_rule": {"floor": floor, "leave_one_set_out_accuracy": {str(f): round(a, 4)
-                                                                         for f, a in floors.items()}},
+        "question_rule": {"floor": floor, "chosen_by": "highest leave-one-set-out accuracy at the memory recall "
+                          "of floor 0", "leave_one_set_out_accuracy_and_memory_recall": {
+                              str(f): [round(a, 4), round(r, 4)] for f, (a, r) in floors.items()}},
     }
     router = LinearRouter(weights, (float(head_m.intercept_[0]), float(head_c.intercept_[0])), provenance,
                           question_floor=floor)
