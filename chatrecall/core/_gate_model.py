@@ -157,7 +157,8 @@ class LinearRouter:
     def to_json(self) -> dict[str, Any]:
         """The router as the data file stores it."""
         return {"format": FORMAT, "provenance": self.provenance, "bias": list(self._bias),
-                "question_floor": self.question_floor, "weights": {k: [round(v[0], 5), round(v[1], 5)] for k, v in sorted(self._w.items())}}
+                "question_floor": self.question_floor,
+                "weights": {k: [round(v[0], 5), round(v[1], 5)] for k, v in sorted(self._w.items())}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, source: str = "<data>") -> LinearRouter:

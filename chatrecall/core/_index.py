@@ -498,6 +498,11 @@ class UserIndex:
         """The approximate index over the vectors, or None (none given, or not built yet)."""
         return self._ann
 
+    @property
+    def vector_index_factory(self) -> VectorIndexFactory | None:
+        """What makes the vector index (None: the built-in sign-bit shortlist serves)."""
+        return self._ann_factory
+
     def sync_vector_index(self) -> VectorIndex | None:
         """The vector index holding every position, built or topped up now; None without one or at or under
         ``EXACT_MAX`` memories (the exact scan is used there)."""

@@ -6,9 +6,9 @@ a small JSON header (user id, validation fields, the layout of the arrays, the
 string tables) followed by the raw arrays of the index: vectors, BM25 lengths
 and postings, entity, session and co-occurrence tables, sign bits, the
 records as columns (texts as one UTF-8 block), and the bytes of the user's
-vector index when the engine has one (restored only by the same kind). The header repeats the user id
-and is checked on load, so a snapshot is never served to another user; a
-CRC-32 over the arrays catches a damaged file. Loading is a read of the file
+vector index when the engine has one (restored only by the same kind). The
+header repeats the user id and is checked on load, so a snapshot is never
+served to another user; a CRC-32 over the arrays catches a damaged file. Loading is a read of the file
 and a checksum: tables and records are built per key / per position on first
 use (:class:`LazyRecords`, :class:`_LazyTable`), so a 100K-memory user costs
 about as much as reading its vectors.
@@ -481,10 +481,13 @@ def _dump_attrs(index: UserIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]
 def _dump_vector_index(index: UserIndex, arrays: dict[str, np.ndarray]) -> str | None:
     """Add the index's vector index (brought up to date) as bytes; its factory's name, or None without one."""
     ann = index.sync_vector_index()
-    factory = index._ann_factory
+    factory = index.vector_index_factory
     if ann is None or factory is None:
         return None
-    arrays["ann"] = np.frombuffer(ann.to_bytes(), dtype=np.uint8)
+    try:
+        arrays["ann"] = np.frombuffer(ann.to_bytes(), dtype=np.uint8)
+    except Exception:  # noqa: BLE001 - the snapshot is still worth writing; the next process rebuilds the index
+        return None
     return str(factory.name)
 
 
