@@ -36,6 +36,14 @@ def _fill(cr: ChatRecall, user: str, n: int) -> None:
                   "session_id": f"s{i // 10}"} for i in range(n)])
 
 
+@pytest.fixture(autouse=True)
+def _fresh_fingerprint() -> Any:
+    """Tests here shrink UserIndex.EXACT_MAX, which the (cached) snapshot code fingerprint includes."""
+    snap.code_fingerprint.cache_clear()
+    yield
+    snap.code_fingerprint.cache_clear()
+
+
 def _records(n: int, start: int = 0) -> list[Record]:
     return [Record(id=f"r{i}", text=f"turn {i}", user_id="u", session_id=f"s{i // 10}", role="user",
                    timestamp=float(i)) for i in range(start, start + n)]
