@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from chatrecall.core._entities import DEFAULT_STOPWORDS, RegexEntityExtractor, fold_key
@@ -119,6 +119,7 @@ def test_fold_key_empty() -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("abcesiyouxzhSABCIE '’.-_/")), max_size=24))
+@example("AA’S'S")  # two possessives: the second was left for a second fold (found by CI's random draw)
 def test_fold_key_is_idempotent(s: str) -> None:
     k = fold_key(s)
     assert fold_key(k) == k

@@ -193,7 +193,7 @@ def fold_key(text: str) -> str:
     else:
         text = strip_diacritics(text)
     s = " ".join(text.split()).lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
-    if len(s) > 3 and s[-2] in "'’" and s[-1] in "sS":
+    while len(s) > 3 and s[-2] in "'’" and s[-1] in "sS":  # every trailing possessive: folding is idempotent
         s = s[:-2].rstrip(_TRAIL_STRIP)
     if not s or s[-1] not in "sS":
         return s.casefold()
