@@ -61,7 +61,7 @@ from chatrecall._bench._routes import (
     run_routes,
 )
 from chatrecall.core import Gate, GateConfig
-from chatrecall.core._gate import _QUESTION_OPENERS, _TOKEN
+from chatrecall.core._gate import _TOKEN, asks_something
 from chatrecall.core._gate_model import MODEL_FILE, LinearRouter, feature_items
 
 REPO = Path(__file__).resolve().parents[1]
@@ -164,7 +164,7 @@ class _Trainer:
                 d = gate.decide(m.text)
                 low = m.text.replace("\u2019", "'").lower()
                 words = _TOKEN.findall(low)
-                asks = "?" in low or (bool(words) and words[0] in _QUESTION_OPENERS)
+                asks = asks_something(low, "?" in low, words[0] if words else "")
                 self.rule_route[m.text] = d.route.value if asks and not d.correction else "none"
         # CAsT / iKAT rows: pattern features only (see the module docstring)
         self.bfeats = [{k: v for k, v in _feature_dict(gate, t).items() if not k.startswith(("u:", "b:"))}

@@ -132,6 +132,31 @@ def test_recall_verbs_route_to_memory(gate: Gate, message: str) -> None:
     assert any(r.category == "recall" for r in d.reasons)
 
 
+# Written before the change they test (a new-user chat found "remind me how often the Lisbon VPN password is
+# rotated" routed to no search, and "remind me when the dentist appointment is" lost its memory route when
+# sets 35 and 36 joined): a request to be reminded of something is a recall request, asked or not.
+@pytest.mark.parametrize("message", [
+    "remind me how often the Lisbon VPN password is rotated",
+    "remind me when the dentist appointment is",
+    "remind me where we parked at the airport",
+    "remind me who is presenting on thursday",
+    "can you remind me how much the deposit was",
+    "remind me whether Leo is allergic to nuts",
+    "remind me when Grandma's flight lands",
+    "please remind me which train we take to Porto",
+    "remind me how we fixed the flaky login test",
+    "remind me when my passport expires",
+])
+def test_requests_to_be_reminded_search_memory(gate: Gate, message: str) -> None:
+    assert gate.decide(message).route.wants_memory, gate.decide(message).explain()
+
+
+@pytest.mark.parametrize("message", ["remind me to call mom tomorrow", "remind me in 10 minutes",
+                                     "remind me when I get home to water the plants", "remind me at 5pm"])
+def test_reminders_to_do_something_do_not_search_memory(gate: Gate, message: str) -> None:
+    assert not gate.decide(message).route.wants_memory, gate.decide(message).explain()
+
+
 @pytest.mark.parametrize("message", ["remind me to call mom tomorrow", "What is a product recall?"])
 def test_recall_words_that_are_not_recall(gate: Gate, message: str) -> None:
     assert not gate.decide(message).route.wants_memory

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,25 @@ def test_only_weight_products_are_quantised(tmp_path: Path) -> None:
     f = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph), str(f))
     assert ob._weight_nodes(f) == ["dense"]  # not the embedding table, not activation x activation
+
+
+def test_quantising_prints_no_advice_on_the_root_logger(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # a new user's first use printed onnxruntime's "WARNING:root:Please consider to run pre-processing..."
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime.quantization")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 4), dtype=np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="dense")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=[w])
+    f = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(f))
+    with caplog.at_level(logging.WARNING):
+        ob._quantize(None, f, tmp_path / "q.onnx")  # type: ignore[arg-type]
+    assert (tmp_path / "q.onnx").exists()
+    assert not [r for r in caplog.records if "pre-processing" in r.getMessage()]
+    assert not logging.getLogger().filters  # the filter does not outlive the call
 
 
 def test_non_plain_model_directory_is_refused(tmp_path: Path) -> None:

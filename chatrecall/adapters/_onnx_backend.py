@@ -230,13 +230,24 @@ def _quantize(layout: _Layout, fp32: Path, out: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    root = logging.getLogger()
+    quiet = _DropQuantizeAdvice()
+    root.addFilter(quiet)  # onnxruntime advises pre-processing on the root logger: a new user's first use printed it
     try:
         quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
                          nodes_to_quantize=_weight_nodes(fp32), op_types_to_quantize=["MatMul", "Attention"],
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         os.replace(tmp, out)
     finally:
+        root.removeFilter(quiet)
         tmp.unlink(missing_ok=True)
+
+
+class _DropQuantizeAdvice(logging.Filter):
+    """Drops onnxruntime's "Please consider to run pre-processing before quantization" (the export is fused)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Please consider to run pre-processing")
 
 
 class OnnxEncoder:

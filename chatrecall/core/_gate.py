@@ -37,7 +37,7 @@ from types import MappingProxyType
 from ._errors import ConfigError, InvalidInputError
 from ._gate_model import LinearRouter, RouterTables, load_default_router
 from ._gate_pattern import CORRECTION, TARGET_CORPUS, TARGET_MEMORY, TARGET_NONE, GatePattern
-from ._gate_patterns import DEFAULT_PATTERNS, QUESTION_OPENERS
+from ._gate_patterns import DEFAULT_PATTERNS, QUESTION_OPENERS, RECALL_REQUEST_OPENERS
 from ._regex_index import MODE_AT as _MODE_AT
 from ._regex_index import MODE_SEARCH as _MODE_SEARCH
 from ._regex_index import analyse as _analyse
@@ -164,6 +164,12 @@ class GateConfig:
 
 _TOKEN = re.compile(r"\w+")
 _QUESTION_OPENERS = frozenset(QUESTION_OPENERS)
+
+
+def asks_something(low: str, qmark: bool, first_word: str) -> bool:
+    """Whether the question rule treats a lowered message as asking: a "?", a question word first, or a
+    request to be reminded (``RECALL_REQUEST_OPENERS``). ``benchmarks/tune_gate.py`` uses it too."""
+    return qmark or first_word in _QUESTION_OPENERS or low.lstrip(" \t\n\"'([").startswith(RECALL_REQUEST_OPENERS)
 _T_MEMORY, _T_CORPUS, _T_NONE = 0, 1, 2
 _TARGET_CODE = {TARGET_MEMORY: _T_MEMORY, TARGET_CORPUS: _T_CORPUS, TARGET_NONE: _T_NONE}
 
@@ -512,9 +518,9 @@ class Gate:
         qmark = "?" in low
         question = qmark or first_word in _QUESTION_OPENERS
         lm, lc = self._learned_logits(tb, qmark, question, mem, corp, none, wl, wc)
-        if lm < self._pm_logit and lc < self._pc_logit and not correction and question \
-                and max(lm, lc) >= self._question_floor:
-            # Question rule: a question ("?", or a question word first) the combiner would leave
+        if lm < self._pm_logit and lc < self._pc_logit and not correction \
+                and max(lm, lc) >= self._question_floor and asks_something(low, qmark, first_word):
+            # Question rule: a question ("?", a question word first, or "remind me ...") the combiner would leave
             # unsearched, though not sure of it (the likelier head at least the model's question_floor),
             # keeps the pattern scores' route when they search. The floor is chosen with the weights by
             # leave-one-set-out (benchmarks/tune_gate.py; provenance.question_rule).

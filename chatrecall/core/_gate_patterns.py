@@ -13,7 +13,7 @@ from importlib import resources
 
 from ._gate_pattern import CORRECTION, TARGET_CORPUS, TARGET_MEMORY, TARGET_NONE, GatePattern
 
-__all__ = ["DEFAULT_PATTERNS", "QUESTION_OPENERS"]
+__all__ = ["DEFAULT_PATTERNS", "QUESTION_OPENERS", "RECALL_REQUEST_OPENERS"]
 
 def _alt(*words: str) -> str:
     """Non-capturing alternation, longest first so a longer phrase wins.
@@ -458,7 +458,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
                  r"\b(?:do|did|can|could|would)\s+(?:you|u)\s+(?:still\s+)?remember\b|"
                  r"\b(?:i|we)\s+(?:don't|do not|can't|cannot|couldn't)\s+remember\b|"
                  r"\bremind\s+me\b"
-                 r"(?!\s+(?:to|at|in|on|tomorrow|tonight|later|every|each|when|if|before)\b)|"
+                 r"(?!\s+(?:to|at|in|on|tomorrow|tonight|later|every|each|if|before)\b)"
+                 r"(?!\s+when\s+(?:i|i'm|im|it|it's|its|we|we're|you|they|he|she|the\s+time)\b)|"
                  r"\bwhat\s+(?:did|do|had|have)\s+(?:i|we|you)\s+(?:say|tell|mention|decide|choose|pick|call|"
                  r"name|ask|use|want|settle|agree|conclude|recommend|suggest|write|give|show|plan|order|"
                  r"think|find|like|land)\b", 0.9),
@@ -1087,9 +1088,15 @@ def _named(patterns: tuple[GatePattern, ...]) -> tuple[GatePattern, ...]:
 DEFAULT_PATTERNS = _named(DEFAULT_PATTERNS)
 
 
-#: First words that make a message a question even without "?" ("when's the move"): the gate's safety
+#: First words that make a message a question even without "?" ("when's the move"): the gate's question
 #: rule keeps the pattern scores' route for such a message when the learned combiner would search nothing.
 QUESTION_OPENERS: tuple[str, ...] = (
     "when", "what", "who", "where", "which", "how", "why", "whose", "is", "are", "do", "does", "did", "can",
     "could", "will", "would", "should", "has", "have",
+)
+#: Openings of a request to be reminded ("remind me how often the VPN password is rotated"): the question
+#: rule treats such a message as a question (the combiner's own features do not change).
+RECALL_REQUEST_OPENERS: tuple[str, ...] = (
+    "remind me", "can you remind me", "could you remind me", "please remind me", "pls remind me",
+    "can u remind me", "just remind me", "quick, remind me", "quickly remind me",
 )
