@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 def default_vector_index() -> Any:
     """The vector index :func:`connect` gives large users: usearch's HNSW when installed (``[ann]``), else None.
 
-    The first import of usearch costs about 30 ms, paid only when a user grows past
-    ``UserIndex.EXACT_MAX`` memories; finding it costs nothing.
+    The import of usearch (about 0.1 s) is paid only when a user grows past
+    ``UserIndex.EXACT_MAX`` memories; finding it here costs nothing.
     """
     if importlib.util.find_spec("usearch") is None:
         return None

@@ -43,7 +43,7 @@ def _usearch_index() -> Any:
 
 
 def _check_installed() -> None:
-    if importlib.util.find_spec("usearch") is None:  # imported on first use: 0.15 s that small users never pay
+    if importlib.util.find_spec("usearch") is None:  # imported on first use: about 0.1 s small users never pay
         _usearch_index()
 
 
