@@ -43,6 +43,7 @@ import dataclasses
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ from chatrecall._bench._routes import (
     run_routes,
 )
 from chatrecall.core import Gate, GateConfig
-from chatrecall.core._gate import _TOKEN, asks_something
+from chatrecall.core._gate import asks_something
 from chatrecall.core._gate_model import MODEL_FILE, LinearRouter, feature_items
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,9 +163,7 @@ class _Trainer:
         for _, msgs in sets:
             for m in msgs:
                 d = gate.decide(m.text)
-                low = m.text.replace("\u2019", "'").lower()
-                words = _TOKEN.findall(low)
-                asks = asks_something(low, "?" in low, words[0] if words else "")
+                asks = asks_something(m.text.replace("\u2019", "'").lower())
                 self.rule_route[m.text] = d.route.value if asks and not d.correction else "none"
         # CAsT / iKAT rows: pattern features only (see the module docstring)
         self.bfeats = [{k: v for k, v in _feature_dict(gate, t).items() if not k.startswith(("u:", "b:"))}
@@ -205,12 +204,16 @@ class _Trainer:
             out = np.where((out == "none") & (rule != "none") & (np.maximum(lm, lc) >= floor), rule, out)
         return out
 
+    def held_out_models(self, sets: list[tuple[str, list[Any]]], c: float, bw: float,
+                        added: list[Any] | None = None) -> Iterator[tuple[list[Any], tuple[Any, Any, Any]]]:
+        """Each set's messages with a combiner trained on the other sets (plus ``added``), in order."""
+        for name, msgs in sets:
+            yield msgs, self.fit([m for other, ms in sets if other != name for m in ms] + (added or []), c, bw)
+
     def leave_one_set_out(self, sets: list[tuple[str, list[Any]]], c: float, bw: float,
                           added: list[Any] | None = None) -> list[float]:
         """Each set's accuracy under a combiner trained on the other sets (plus ``added``), in order."""
-        return [self.accuracy(self.fit([m for other, ms in sets if other != name for m in ms] + (added or []),
-                                       c, bw), msgs)
-                for name, msgs in sets]
+        return [self.accuracy(model, msgs) for msgs, model in self.held_out_models(sets, c, bw, added)]
 
     def accuracy(self, model: tuple[Any, Any, Any], msgs: list[Any], question_floor: float | None = None) -> float:
         return float(np.mean(self.predict(model, msgs, question_floor) == np.asarray([m.route for m in msgs])))
@@ -222,8 +225,7 @@ class _Trainer:
         acc: dict[float | None, list[float]] = {f: [] for f in GRID_QUESTION_FLOOR}
         hit: dict[float | None, int] = dict.fromkeys(GRID_QUESTION_FLOOR, 0)
         need = 0
-        for name, msgs in sets:
-            model = self.fit([m for other, ms in sets if other != name for m in ms], c, bw)
+        for msgs, model in self.held_out_models(sets, c, bw):
             y = np.asarray([m.route for m in msgs])
             wants = np.isin(y, ["memory", "both"])
             need += int(wants.sum())

@@ -3,36 +3,17 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _stores import SnapStore
 
 from chatrecall.core import ChatRecall
 from chatrecall.core import _snapshot as snap
 from chatrecall.core._index import UserIndex
-from chatrecall.core._types import Where
 from chatrecall.testing import HashEmbedder, InMemoryStore
-
-
-class SnapStore(InMemoryStore):
-    """The in-memory store with a snapshot directory and an ids-only read, counting reads."""
-
-    def __init__(self, folder: Path) -> None:
-        super().__init__()
-        self.snapshot_dir = folder
-        self.full_reads = 0
-
-    def ids(self, collection: str, where: Where | None = None) -> list[str]:
-        return [r.id for r in super().get(collection, where=where).records]
-
-    def get(self, collection: str, *, ids: Sequence[str] | None = None, where: Where | None = None,
-            include_embeddings: bool = False) -> Any:
-        if ids is None and include_embeddings:
-            self.full_reads += 1
-        return super().get(collection, ids=ids, where=where, include_embeddings=include_embeddings)
 
 
 def _fill(cr: ChatRecall, user: str, n: int, tag: str = "") -> None:
@@ -407,7 +388,7 @@ import os, sys
 from chatrecall.adapters.chroma import ChromaStore
 from chatrecall.core import ChatRecall
 from chatrecall.core import _snapshot as snap
-from chatrecall.testing import HashEmbedder
+from chatrecall.testing import HashEmbedder, InMemoryStore
 path, op = sys.argv[1], sys.argv[2]
 cr = ChatRecall(store=ChromaStore(path=path), embedder=HashEmbedder())
 idx = cr._state("u1").index

@@ -12,23 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _stores import SnapStore
 
 from chatrecall.core import ChatRecall, ConfigError, ExactVectorIndexFactory, VectorIndex, VectorIndexFactory
 from chatrecall.core import _snapshot as snap
 from chatrecall.core._index import UserIndex
-from chatrecall.core._types import Record, Where
-from chatrecall.testing import HashEmbedder, InMemoryStore
-
-
-class SnapStore(InMemoryStore):
-    """The in-memory store with a snapshot directory and an ids-only read (as in test_snapshot.py)."""
-
-    def __init__(self, folder: Path) -> None:
-        super().__init__()
-        self.snapshot_dir = folder
-
-    def ids(self, collection: str, where: Where | None = None) -> list[str]:
-        return [r.id for r in super().get(collection, where=where).records]
+from chatrecall.core._types import Record
+from chatrecall.testing import HashEmbedder
 
 
 def _fill(cr: ChatRecall, user: str, n: int) -> None:

@@ -235,7 +235,8 @@ class ChatRecall(_AsyncMixin):
         self._pool = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="chatrecall-phase1")
         self._corpus_count: int | None = None
         self.vector_index = vector_index
-        self._snapshots = SnapshotCache(store, ann=vector_index)  # warm start of large users in a new process (see _snapshot)
+        # warm start of large users in a new process (see _snapshot)
+        self._snapshots = SnapshotCache(store, ann=vector_index)
         # Freshness probe bookkeeping (see _refresh): probes made, latency EWMA (ms), last probe time.
         self._fresh_n = 0
         self._fresh_ms = 0.0

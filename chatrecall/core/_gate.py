@@ -164,14 +164,18 @@ class GateConfig:
 
 _TOKEN = re.compile(r"\w+")
 _QUESTION_OPENERS = frozenset(QUESTION_OPENERS)
-
-
-def asks_something(low: str, qmark: bool, first_word: str) -> bool:
-    """Whether the question rule treats a lowered message as asking: a "?", a question word first, or a
-    request to be reminded (``RECALL_REQUEST_OPENERS``). ``benchmarks/tune_gate.py`` uses it too."""
-    return qmark or first_word in _QUESTION_OPENERS or low.lstrip(" \t\n\"'([").startswith(RECALL_REQUEST_OPENERS)
 _T_MEMORY, _T_CORPUS, _T_NONE = 0, 1, 2
 _TARGET_CODE = {TARGET_MEMORY: _T_MEMORY, TARGET_CORPUS: _T_CORPUS, TARGET_NONE: _T_NONE}
+
+
+def asks_something(low: str) -> bool:
+    """Whether the question rule treats a lowered message as asking: a "?", a question word first, or a
+    request to be reminded (``RECALL_REQUEST_OPENERS``). ``benchmarks/tune_gate.py`` uses it too."""
+    if "?" in low:
+        return True
+    first = _TOKEN.search(low)
+    return (first is not None and first[0] in _QUESTION_OPENERS) or \
+        low.lstrip(" \t\n\"'([").startswith(RECALL_REQUEST_OPENERS)
 
 
 _REASON_CACHE = 16384
@@ -519,7 +523,7 @@ class Gate:
         question = qmark or first_word in _QUESTION_OPENERS
         lm, lc = self._learned_logits(tb, qmark, question, mem, corp, none, wl, wc)
         if lm < self._pm_logit and lc < self._pc_logit and not correction \
-                and max(lm, lc) >= self._question_floor and asks_something(low, qmark, first_word):
+                and max(lm, lc) >= self._question_floor and (question or asks_something(low)):
             # Question rule: a question ("?", a question word first, or "remind me ...") the combiner would leave
             # unsearched, though not sure of it (the likelier head at least the model's question_floor),
             # keeps the pattern scores' route when they search. The floor is chosen with the weights by
