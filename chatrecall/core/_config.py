@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from ._errors import ConfigError
-from ._tuned import HYBRID_WEIGHTS
+from ._tuned import CORPUS_MEMORY_ITEMS, HYBRID_WEIGHTS
 
 __all__ = ["BudgetConfig", "PinConfig", "RetrievalConfig", "StoreLimits", "as_config"]
 
@@ -119,6 +119,13 @@ class RetrievalConfig:
         min_score: Final score under which a found item is not injected.
         diversity_threshold: Word-set Jaccard similarity at which a candidate
             counts as a near-duplicate of one already selected.
+        corpus_memory_items: On a turn that searches memory and the corpus,
+            how many of the top memories found are appended to the message to
+            query the corpus (one more query embedding), so "what should my
+            class watch out for in the practical?" finds the document on the
+            titration practical the memories talk about. 0 queries the corpus
+            with the message alone. Chosen by
+            ``benchmarks/tune_corpus_context.py``.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
@@ -135,6 +142,7 @@ class RetrievalConfig:
     recent_turn_max_tokens: int = 200
     diversity_threshold: float = 0.8
     min_score: float = 0.15
+    corpus_memory_items: int = CORPUS_MEMORY_ITEMS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))
@@ -154,7 +162,9 @@ class RetrievalConfig:
                "recent_turns", self.recent_turns, "must be an int from 0 to 1000")
         _unit("diversity_threshold", self.diversity_threshold)
         _unit("min_score", self.min_score)
-
+        _check(isinstance(self.corpus_memory_items, int) and not isinstance(self.corpus_memory_items, bool)
+               and 0 <= self.corpus_memory_items <= 8, "corpus_memory_items", self.corpus_memory_items,
+               "must be an int from 0 (the message alone) to 8")
 
 @dataclass(frozen=True, kw_only=True)
 class BudgetConfig:

@@ -827,7 +827,8 @@ class ChatRecall(_AsyncMixin):
             why.append(f"graph {hops}-hop")
         return "; ".join(why) or "recency"
 
-    def _search_corpus(self, qvec: np.ndarray, entities: Sequence[Entity], user_id: str, k: int) -> list[ScoredItem]:
+    def _search_corpus(self, qvec: np.ndarray, entities: Sequence[Entity], user_id: str, k: int, *,
+                       context: str = "") -> list[ScoredItem]:
         hits = self.store.query(COLLECTION_CORPUS, qvec, max(k * 3, k), {"user_id": (SHARED_OWNER, user_id)})
         if not hits:
             return []
@@ -845,7 +846,8 @@ class ChatRecall(_AsyncMixin):
                 id=h.record.id, text=h.record.text, source="corpus", score=float(final[j]),
                 components={"relevance": float(sims[j]), "anchor": float(anchor[j])},
                 tokens=self.token_counter.count(h.record.text), tier=tier_of(float(final[j]), self.budget_config),
-                why=f"corpus vector #{j + 1}" + ("; anchor match" if anchor[j] else ""), record=h.record,
+                why=f"corpus vector #{j + 1}" + (f" ({context})" if context else "")
+                + ("; anchor match" if anchor[j] else ""), record=h.record,
             ))
         return out
 
@@ -1131,13 +1133,37 @@ class ChatRecall(_AsyncMixin):
                 run.notes.append("no corpus documents: corpus search skipped")
                 self.metrics.incr("searches_skipped.no_corpus")
             else:
-                run.corpus_items = self._search_corpus(run.qvec, run.entities, run.user_id, run.k)
+                qvec, context = self._corpus_query(run)
+                run.corpus_items = self._search_corpus(qvec, run.entities, run.user_id, run.k, context=context)
                 self.metrics.incr("searches_run.corpus")
         except StoreError as exc:
             run.notes.append(f"degraded: corpus store unavailable ({exc})")
             self.metrics.incr("degraded")
             run.store_down = isinstance(exc, StoreUnavailableError)
         run.timings["corpus"] = (time.perf_counter() - t) * 1e3
+
+    def _corpus_query(self, run: _Run) -> tuple[np.ndarray, str]:
+        """The corpus query vector: the message's, or on a turn that searched both, the message's with the
+        top memories found appended to it.
+
+        "what should my class watch out for in the practical?" never says which practical; the memory
+        found for it ("the titration practical with my year 11s on Friday") does. The message and the top
+        ``corpus_memory_items`` memories are embedded together (one more query embedding). Memories set
+        aside by the two-phase check (``run.phase1``: not clearly useful) inform nothing.
+
+        Returns:
+            (query vector, "" or what informed it, for the items' ``why``).
+        """
+        assert run.qvec is not None
+        top = run.memory_items[:self.retrieval_config.corpus_memory_items]
+        if not top:
+            return run.qvec, ""
+        t = time.perf_counter()
+        qvec = self.embedder.embed_query(" ".join([run.message, *(i.text for i in top)]))
+        run.timings["embed"] = run.timings.get("embed", 0.0) + (time.perf_counter() - t) * 1e3
+        n = len(top)
+        run.notes.append(f"corpus query: the message plus its top {n} memor{'y' if n == 1 else 'ies'}")
+        return qvec, "with memory context"
 
     def _strong_corpus(self, items: Sequence[ScoredItem]) -> bool:
         return any(i.score >= self.retrieval_config.useful_score for i in items)

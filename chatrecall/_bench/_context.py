@@ -1,0 +1,180 @@
+"""Corpus retrieval informed by memory: the "both" turn whose document is named only in the past.
+
+A user said weeks ago "I'm running the titration practical with my year 11s on Friday" and now asks
+"what should my class watch out for in the practical?". The message matches the titration, the
+chromatography and the flame-test documents alike; only the memory says which one. This harness
+measures how often the right document comes first.
+
+Data: ``benchmarks/data/corpus_context/*.json``, written for this benchmark before the mechanism
+was tuned (each by a separate writer who saw no code): per file a set of documents and 40
+scenarios, each a different user with 2-4 past sessions (other topics and casual turns
+included), a question asked in a new session, the gold document(s) and the memory turn(s) that
+name the topic. 26 scenarios per file are ``implied`` (the question does not name the topic),
+14 ``explicit`` (it does: the memory context must not hurt them).
+
+Every configuration runs on the same engine, store, embedder and stored data, in one run: the route
+forced to ``both`` (the mechanism alone), then the gate's own route; ``corpus_memory_items`` per
+configuration (0: the corpus queried with the message alone, the behaviour before it and the
+baseline). The documents of every file share one corpus, so each scenario also meets the other
+file's documents.
+
+Metrics per scenario, from the corpus items the retrieve ranked (injected or not): the first gold
+document's rank (hit@1, hit@3, MRR over the top ``k``), and whether a gold document was injected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._common import CachingEmbedder, MutableClock, embed_cache_dir, make_chatrecall, real_embedder
+
+__all__ = ["DATA_DIR", "ContextHarness", "ContextScenario", "ContextSet", "Outcome", "load_context_set", "summarise"]
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "corpus_context"
+_DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class ContextScenario:
+    """One user, their past sessions, a question in a new session and its gold documents."""
+
+    sid: str
+    kind: str
+    sessions: tuple[tuple[tuple[str, str], ...], ...]  # sessions of (role, text)
+    question: str
+    gold_docs: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ContextSet:
+    name: str
+    documents: tuple[tuple[str, str], ...]  # (id, text)
+    scenarios: tuple[ContextScenario, ...]
+
+
+def load_context_set(path: str | Path) -> ContextSet:
+    """Read one data file (see the module docstring); checks gold ids exist.
+
+    Raises:
+        ValueError: A gold document id is not among the file's documents, or a scenario is malformed.
+    """
+    path = Path(path)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    docs = tuple((str(d["id"]), str(d["text"])) for d in raw["documents"])
+    ids = {d for d, _ in docs}
+    scen = []
+    for s in raw["scenarios"]:
+        gold = frozenset(str(g) for g in s["gold_docs"])
+        if not gold or not gold <= ids:
+            raise ValueError(f"{path.name} {s['id']}: gold_docs {sorted(gold)} not among the documents")
+        if s["kind"] not in ("implied", "explicit"):
+            raise ValueError(f"{path.name} {s['id']}: kind {s['kind']!r} is not 'implied' or 'explicit'")
+        sessions = tuple(tuple((str(t["role"]), str(t["text"])) for t in sess) for sess in s["sessions"])
+        scen.append(ContextScenario(str(s["id"]), s["kind"], sessions, str(s["question"]), gold))
+    return ContextSet(path.stem, docs, tuple(scen))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One scenario under one configuration."""
+
+    sid: str
+    kind: str
+    rank: int | None  # 1-based rank of the first gold document among the ranked corpus items, None if absent
+    injected: bool
+    route: str
+
+
+class ContextHarness:
+    """Stores every set once (real model, embedded Chroma), then scores configurations on it.
+
+    Args:
+        sets: The data sets.
+        embedder: An Embedder (default: bundled MiniLM, vectors cached on disk).
+        store: ``chroma`` (embedded, temp dir) or ``memory``.
+    """
+
+    def __init__(self, sets: Sequence[ContextSet], *, embedder: Any = None, store: str = "chroma") -> None:
+        base = embedder if embedder is not None else real_embedder()
+        self.emb = CachingEmbedder(base, disk_dir=embed_cache_dir() if embedder is None else None)
+        self.clock = MutableClock(1_700_000_000.0)
+        self.engine, self.store_desc = make_chatrecall(self.emb, store=store, clock=self.clock)
+        self.base_config = self.engine.retrieval_config
+        self.sets = tuple(sets)
+        self._now = self.clock.t
+        for cs in self.sets:
+            self._store_set(cs)
+
+    @staticmethod
+    def user(cs: ContextSet, sc: ContextScenario) -> str:
+        return f"ctx-{cs.name}-{sc.sid}"
+
+    def _store_set(self, cs: ContextSet) -> None:
+        """Documents (shared by every user of the set, ids prefixed by the set) and each user's sessions."""
+        self.engine.add_documents([{"id": f"{cs.name}:{d}", "text": t} for d, t in cs.documents])
+        turns = []
+        for sc in cs.scenarios:
+            start = self._now - (len(sc.sessions) + 1) * 7 * _DAY
+            for n, sess in enumerate(sc.sessions):
+                for j, (role, text) in enumerate(sess):
+                    turns.append({"text": text, "user_id": self.user(cs, sc), "session_id": f"{sc.sid}-s{n + 1}",
+                                  "role": role, "timestamp": start + n * 7 * _DAY + j * 60.0})
+        self.engine.add_many(turns)
+
+    def run(self, *, items: int, route: str | None = "both") -> dict[str, list[Outcome]]:
+        """Every scenario of every set under one configuration: set name -> outcomes in scenario order.
+
+        Args:
+            items: ``corpus_memory_items``.
+            route: Route forced on the retrieve (None: the gate's).
+        """
+        eng = self.engine
+        eng.retrieval_config = dataclasses.replace(self.base_config, corpus_memory_items=items)
+        self.clock.t = self._now
+        out: dict[str, list[Outcome]] = {}
+        try:
+            for cs in self.sets:
+                rows = out.setdefault(cs.name, [])
+                for sc in cs.scenarios:
+                    r = eng.retrieve(sc.question, user_id=self.user(cs, sc), session_id=f"{sc.sid}-new", route=route)
+                    rows.append(self._outcome(cs, sc, r))
+        finally:
+            eng.retrieval_config = self.base_config
+        return out
+
+    @staticmethod
+    def _outcome(cs: ContextSet, sc: ContextScenario, r: Any) -> Outcome:
+        gold = {f"{cs.name}:{g}" for g in sc.gold_docs}
+        ranked = sorted((i for i in (*r.items, *r.rejected) if i.source == "corpus" and i.record is not None),
+                        key=lambda i: -i.score)
+        docs: list[str] = []
+        for i in ranked:
+            if i.record.session_id not in docs:
+                docs.append(i.record.session_id)
+        rank = next((n for n, d in enumerate(docs, 1) if d in gold), None)
+        injected = any(i.source == "corpus" and i.record is not None and i.record.session_id in gold
+                       for i in r.items)
+        return Outcome(sc.sid, sc.kind, rank, injected, r.route.value)
+
+    def close(self) -> None:
+        self.emb.save()
+        self.engine.close()
+
+
+def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
+    """hit@1, hit@3, MRR and the share with a gold document injected."""
+    n = len(outcomes)
+    if not n:
+        return {"n": 0, "hit1": 0.0, "hit3": 0.0, "mrr": 0.0, "injected": 0.0}
+    return {
+        "n": n,
+        "hit1": sum(o.rank == 1 for o in outcomes) / n,
+        "hit3": sum(o.rank is not None and o.rank <= 3 for o in outcomes) / n,
+        "mrr": sum(1.0 / o.rank for o in outcomes if o.rank) / n,
+        "injected": sum(o.injected for o in outcomes) / n,
+    }
