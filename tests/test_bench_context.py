@@ -1,0 +1,66 @@
+"""The corpus-context harness (``chatrecall._bench._context``) on a small set, with the fakes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chatrecall._bench._context import DATA_DIR, ContextHarness, Outcome, load_context_set, summarise
+from chatrecall.testing import HashEmbedder
+
+
+def _write(path: Path, **over: Any) -> Path:
+    data = {
+        "documents": [{"id": "D1", "text": "Titration practical errors: burette meniscus, air bubbles, end point."},
+                      {"id": "D2", "text": "Chromatography practical errors: pen baseline, solvent above baseline."}],
+        "scenarios": [{"id": "S1", "kind": "implied", "question": "which practical errors should I expect?",
+                       "gold_docs": ["D1"], "memory_evidence": ["titration practical on friday"],
+                       "sessions": [[{"role": "user", "text": "titration practical on friday"},
+                                     {"role": "assistant", "text": "good luck"}]]}],
+    }
+    data.update(over)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_shipped_files_load_and_hold_what_the_harness_reports() -> None:
+    sets = [load_context_set(p) for p in sorted(DATA_DIR.glob("*.json"))]
+    assert len(sets) >= 2
+    for cs in sets:
+        kinds = [s.kind for s in cs.scenarios]
+        assert kinds.count("implied") == 26 and kinds.count("explicit") == 14
+        assert len({s.sid for s in cs.scenarios}) == 40
+
+
+def test_a_gold_id_that_is_not_a_document_fails(tmp_path: Path) -> None:
+    bad = _write(tmp_path / "x.json", scenarios=[{"id": "S1", "kind": "implied", "question": "q?",
+                                                  "gold_docs": ["D9"], "sessions": []}])
+    with pytest.raises(ValueError, match="D9"):
+        load_context_set(bad)
+
+
+def test_harness_ranks_gold_documents_per_configuration(tmp_path: Path) -> None:
+    cs = load_context_set(_write(tmp_path / "tiny.json"))
+    h = ContextHarness([cs], embedder=HashEmbedder(), store="memory")
+    try:
+        for items in (0, 2):
+            out = h.run(items=items)
+            (o,) = out["tiny"]
+            assert o.sid == "S1" and o.kind == "implied" and o.route in ("both", "corpus")
+            assert o.rank in (1, 2)
+        assert h.engine.retrieval_config == h.base_config  # restored after each run
+    finally:
+        h.close()
+
+
+def test_summarise() -> None:
+    rows = [Outcome("a", "implied", 1, True, "both"), Outcome("b", "implied", 3, True, "both"),
+            Outcome("c", "explicit", None, False, "corpus")]
+    s = summarise(rows)
+    assert s["n"] == 3
+    assert s["hit1"] == pytest.approx(1 / 3) and s["hit3"] == pytest.approx(2 / 3)
+    assert s["mrr"] == pytest.approx((1 + 1 / 3) / 3) and s["injected"] == pytest.approx(2 / 3)
+    assert summarise([])["n"] == 0
