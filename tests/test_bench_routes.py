@@ -38,6 +38,17 @@ def test_tune_and_validation_sets_do_not_overlap() -> None:
     assert all(p.exists() for p in (*MESSAGE_FILES["tune"], *MESSAGE_FILES["validation"]))
 
 
+def test_context_split_holds_the_corpus_context_questions_labelled_both() -> None:
+    from chatrecall._bench._context import load_context_set
+
+    msgs = load_split("context")
+    questions = [s.question for p in MESSAGE_FILES["context"] for s in load_context_set(p).scenarios]
+    tune = {m.text.casefold() for m in load_split("tune")}
+    assert [m.text for m in msgs] == [q for q in questions if q.casefold() not in tune]
+    assert len(msgs) >= 75
+    assert {(m.route, m.kind) for m in msgs} == {("both", "mixed")}
+
+
 def test_gate_on_the_tune_split_answers_personal_questions() -> None:
     gate = Gate()
     m = route_metrics(load_split("tune"), lambda t: gate.decide(t).route.value)
@@ -85,3 +96,20 @@ def test_compare_sets_trains_with_the_candidates_and_scores_only_tune_sets(tmp_p
         without, with_twin = out2["per_set"][name]
         assert with_twin > without and with_twin >= 0.95
     assert out2["mean_all"]["with"] > out2["mean_all"]["without"]
+
+
+def test_question_floor_keeps_memory_recall_within_one_message() -> None:
+    # benchmarks/tune_gate.py: the most accurate floor whose memory recall is floor 0's within one message
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "benchmarks"))
+    try:
+        import tune_gate
+    finally:
+        sys.path.remove(str(repo / "benchmarks"))
+    floors = {0.0: (0.9260, 0.9635), 0.1: (0.9299, 0.9633), 0.2: (0.9317, 0.9626), None: (0.9306, 0.9614)}
+    assert tune_gate.choose_floor(floors, need=4383) == 0.1  # 0.0002 x 4383: one message
+    assert tune_gate.choose_floor(floors, need=4383, slack=0) == 0.0
+    assert tune_gate.choose_floor(floors, need=4383, slack=5) == 0.2  # 3.9 messages; "off" loses 9.2
+    assert tune_gate.choose_floor({0.0: (0.9, 0.96), 0.1: (0.9, 0.96)}, need=100) == 0.1  # ties: the later
