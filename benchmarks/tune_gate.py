@@ -81,9 +81,6 @@ GRID_C = (1.0, 3.0, 10.0, 30.0)
 GRID_BINARY_WEIGHT = (0.0, 1.0)
 #: Floors of the question rule (P of the likelier head; None: no rule), chosen by leave-one-set-out.
 GRID_QUESTION_FLOOR: tuple[float | None, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, None)
-#: Memory messages a floor may lose against floor 0, over all leave-one-set-out folds, and still count as
-#: keeping its recall (a one-message difference is noise; by hand).
-RECALL_SLACK_MESSAGES = 1
 MIN_COUNT = 2
 MODEL_PATH = REPO / "chatrecall" / "data" / MODEL_FILE
 
@@ -239,25 +236,8 @@ class _Trainer:
         return {f: (float(np.mean(acc[f])), hit[f] / max(need, 1)) for f in GRID_QUESTION_FLOOR}
 
 
-    @staticmethod
-    def memory_messages(sets: list[tuple[str, list[Any]]]) -> int:
-        """How many tune messages need memory (label memory or both): the denominator of memory recall."""
-        return sum(m.route in ("memory", "both") for _, msgs in sets for m in msgs)
-
-
 def _tune_sets() -> list[tuple[str, list[Any]]]:
     return [(p.name, load_messages(p)) for p in MESSAGE_FILES["tune"] if p.exists()]
-
-
-def choose_floor(floors: dict[float | None, tuple[float, float]], need: int,
-                 slack: int = RECALL_SLACK_MESSAGES) -> float | None:
-    """The most accurate floor whose memory recall is that of the first floor (always on) within ``slack`` of
-    the ``need`` memory messages; ties go to the later floor. ``floors``: floor -> (accuracy, memory recall),
-    in grid order."""
-    order = list(floors)
-    base = floors[order[0]][1]
-    keeps = [f for f in order if round((base - floors[f][1]) * need) <= slack]
-    return max(reversed(keeps), key=lambda f: floors[f][0])
 
 
 def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, Any]]:
@@ -271,12 +251,11 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
             log(f"combiner C={c} CAsT/iKAT weight={bw}: leave-one-set-out route accuracy {lofo[c, bw]:.4f}")
     best_c, best_bw = max(lofo, key=lambda cb: (lofo[cb], -cb[0]))
     # The question rule's floor (see Gate.decide) at the chosen C: the most accurate floor that leaves memory
-    # recall where the rule applied always (floor 0) put it, within one message over all the held-out sets (a
-    # one-message difference is below what leave-one-set-out can tell apart): a memory question left
-    # unsearched loses its evidence, a casual question searched costs tokens. Ties go to the later floor.
+    # recall where the rule applied always (floor 0) put it: a memory question left unsearched loses its
+    # evidence, a casual question searched costs tokens. Ties go to the later (stricter) floor.
     floors = tr.question_floors(sets, best_c, best_bw)
-    need = tr.memory_messages(sets)
-    floor = choose_floor(floors, need)
+    keeps = [f for f in GRID_QUESTION_FLOOR if floors[f][1] >= floors[GRID_QUESTION_FLOOR[0]][1]]
+    floor = max(reversed(keeps), key=lambda f: floors[f][0])
     log("question rule floor (accuracy, memory recall): "
         + ", ".join(f"{f}: {a:.4f} {r:.4f}" for f, (a, r) in floors.items()) + f" -> {floor}")
     all_msgs = [m for _, ms in sets for m in ms]
@@ -293,8 +272,7 @@ def train_model(gate: Gate, log: Any = print) -> tuple[LinearRouter, dict[str, A
         "leave_one_set_out_accuracy": {f"C={c} cast_ikat_weight={bw}": round(a, 4) for (c, bw), a in lofo.items()},
         "pattern_constants": "the gate block of chatrecall/core/_tuned.py at training time",
         "question_rule": {"floor": floor, "chosen_by": "highest leave-one-set-out accuracy at the memory recall "
-                          f"of floor 0, within {RECALL_SLACK_MESSAGES} of its {need} memory messages",
-                          "leave_one_set_out_accuracy_and_memory_recall": {
+                          "of floor 0", "leave_one_set_out_accuracy_and_memory_recall": {
                               str(f): [round(a, 4), round(r, 4)] for f, (a, r) in floors.items()}},
     }
     router = LinearRouter(weights, (float(head_m.intercept_[0]), float(head_c.intercept_[0])), provenance,

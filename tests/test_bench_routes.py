@@ -97,19 +97,3 @@ def test_compare_sets_trains_with_the_candidates_and_scores_only_tune_sets(tmp_p
         assert with_twin > without and with_twin >= 0.95
     assert out2["mean_all"]["with"] > out2["mean_all"]["without"]
 
-
-def test_question_floor_keeps_memory_recall_within_one_message() -> None:
-    # benchmarks/tune_gate.py: the most accurate floor whose memory recall is floor 0's within one message
-    import sys
-
-    repo = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(repo / "benchmarks"))
-    try:
-        import tune_gate
-    finally:
-        sys.path.remove(str(repo / "benchmarks"))
-    floors = {0.0: (0.9260, 0.9635), 0.1: (0.9299, 0.9633), 0.2: (0.9317, 0.9626), None: (0.9306, 0.9614)}
-    assert tune_gate.choose_floor(floors, need=4383) == 0.1  # 0.0002 x 4383: one message
-    assert tune_gate.choose_floor(floors, need=4383, slack=0) == 0.0
-    assert tune_gate.choose_floor(floors, need=4383, slack=5) == 0.2  # 3.9 messages; "off" loses 9.2
-    assert tune_gate.choose_floor({0.0: (0.9, 0.96), 0.1: (0.9, 0.96)}, need=100) == 0.1  # ties: the later

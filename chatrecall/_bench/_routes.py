@@ -106,15 +106,7 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
              # trained with the other: 0.862 -> 0.881 and 0.827 -> 0.877; the 28 tune sets 0.9401 -> 0.9399;
              # all 30 sets 0.9337 -> 0.9358 (tune_gate.py --compare-sets)
              _REPO / "benchmarks" / "data" / "gate_messages_tune35.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune36.jsonl",
-             # two more independent writers, asked for the first message of a new session that names the
-             # user's own thing only by a pronoun or "the X" ("is it safe to take him for his walk?"), with
-             # general twins, memory-only questions and casual reactions of the same shapes; written after the
-             # corpus-context benchmark found 33 of its 80 personal how-to questions not routed both. Each held
-             # out, trained with the other: 0.8115 -> 0.8423 and 0.8115 -> 0.8500; the 30 tune sets
-             # 0.9358 -> 0.9363 (tune_gate.py --compare-sets)
-             _REPO / "benchmarks" / "data" / "gate_messages_tune37.jsonl",
-             _REPO / "benchmarks" / "data" / "gate_messages_tune38.jsonl"),
+             _REPO / "benchmarks" / "data" / "gate_messages_tune36.jsonl"),
     "validation": (_REPO / "benchmarks" / "data" / "gate_messages_validation.jsonl",),
     # written blind (the writer saw neither patterns nor other sets) and committed before the combiner
     # was retrained on sets 16, 17 and 21; never tuned on (set 20 of the helpers' series)
@@ -127,9 +119,17 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     # 0.9401 -> 0.9393), so they are held out instead, never tuned on (sets 33 and 34)
     "blind2": (_REPO / "benchmarks" / "data" / "gate_messages_blind33.jsonl",
                _REPO / "benchmarks" / "data" / "gate_messages_blind34.jsonl"),
+    # two more independent writers (the first message of a new session naming the user's own thing only by a
+    # pronoun or "the X", "is it safe to take him for his walk?", with general twins, memory-only questions
+    # and casual reactions of the same shapes). tune_gate.py --compare-sets accepted them (each held out and
+    # trained with the other 0.8115 -> 0.8423 / 0.8500; the 30 tune sets 0.9358 -> 0.9363), but the gate
+    # retrained with them broke two behaviour tests ("remember how kubernetes schedules pods onto nodes?" ->
+    # none, "What are its symptoms?" -> corpus), so it did not ship and they are held out instead (sets 37, 38)
+    "blind3": (_REPO / "benchmarks" / "data" / "gate_messages_blind37.jsonl",
+               _REPO / "benchmarks" / "data" / "gate_messages_blind38.jsonl"),
     # the 80 questions of the corpus-context benchmark (benchmarks/data/corpus_context: two writers who saw
     # no code), each about the user's own situation and needing a document, so labelled "both" (kind
-    # "mixed"); scored as they were written, before the gate was retrained on sets 37 and 38; never tuned on
+    # "mixed"); scored as they were written; never tuned on
     "context": (_REPO / "benchmarks" / "data" / "corpus_context" / "set_a.json",
                 _REPO / "benchmarks" / "data" / "corpus_context" / "set_b.json"),
 }

@@ -166,6 +166,7 @@ class RetrievalConfig:
                and 0 <= self.corpus_memory_items <= 8, "corpus_memory_items", self.corpus_memory_items,
                "must be an int from 0 (the message alone) to 8")
 
+
 @dataclass(frozen=True, kw_only=True)
 class BudgetConfig:
     """How many tokens the context block may use, and how they are shared.
