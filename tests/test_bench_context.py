@@ -51,6 +51,13 @@ def test_harness_ranks_gold_documents_per_configuration(tmp_path: Path) -> None:
         assert (before.sid, before.kind, after.sid, after.kind) == ("S1", "implied", "S1", "implied")
         assert after.rank == 1 and after.injected  # the memory names the titration practical
         assert before.rank != 1  # the message alone does not single it out
+        # asked in the session that named the topic: the turn is in the recent window, not in memory
+        assert cs.scenarios[0].evidence_session() == 0
+        (alone,) = h.run(items=2, recent=False, ask_in="evidence")["tiny"]
+        (recent,) = h.run(items=0, recent=True, ask_in="evidence")["tiny"]
+        assert recent.rank == 1 and alone.rank != 1
+        with pytest.raises(ValueError, match="ask_in='old'"):
+            h.run(items=0, ask_in="old")
         assert h.engine.retrieval_config == h.base_config  # restored after each run
     finally:
         h.close()

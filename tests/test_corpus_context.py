@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from chatrecall import ChatRecall, ConfigError, RetrievalConfig, Turn
-from chatrecall.core._tuned import CORPUS_MEMORY_ITEMS
+from chatrecall.core._tuned import CORPUS_MEMORY_ITEMS, CORPUS_RECENT_CONTEXT
 from chatrecall.core._types import COLLECTION_CORPUS
 
 T0 = 1_735_725_600.0
@@ -65,8 +65,16 @@ def test_bad_settings_fail_at_once_naming_the_value(value: Any) -> None:
         RetrievalConfig(corpus_memory_items=value)
 
 
-def test_default_is_the_tuned_constant() -> None:
-    assert RetrievalConfig().corpus_memory_items == CORPUS_MEMORY_ITEMS > 0
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_recent_context_must_be_a_bool(value: Any) -> None:
+    with pytest.raises(ConfigError, match=rf"corpus_recent_context={value!r} is invalid: must be True or False"):
+        RetrievalConfig(corpus_recent_context=value)
+
+
+def test_defaults_are_the_tuned_constants() -> None:
+    cfg = RetrievalConfig()
+    assert cfg.corpus_memory_items == CORPUS_MEMORY_ITEMS > 0
+    assert cfg.corpus_recent_context is CORPUS_RECENT_CONTEXT
 
 
 # ----------------------------------------------------------------- mechanism (fakes)
@@ -109,6 +117,21 @@ def test_zero_items_sends_the_message_alone(make_engine: Any, monkeypatch: pytes
     assert not any("corpus query" in n for n in res.notes)
 
 
+@pytest.mark.parametrize("recent", [True, False])
+def test_in_session_the_user_turns_of_the_recent_window_inform_the_corpus(
+        make_engine: Any, monkeypatch: pytest.MonkeyPatch, recent: bool) -> None:
+    """Asked at the end of session s2, whose turns are the recent window (not searched as memories)."""
+    eng = make_engine(retrieval=RetrievalConfig(corpus_memory_items=0, corpus_recent_context=recent))
+    _chat(eng)
+    sent = _sent_vectors(eng, monkeypatch)
+    res = eng.retrieve(QUESTION, user_id="ama", session_id="s2", route="both")
+    users = [t for s, r, t in CHAT if s == "s2" and r == "user"]
+    assert [i.text for i in res.recent] == [t for s, _, t in CHAT if s == "s2"]
+    want = " ".join([QUESTION, *users]) if recent else QUESTION
+    np.testing.assert_allclose(sent[0], eng.embedder.embed_query(want), atol=1e-6)
+    assert ("corpus query: the message plus 1 recent turn" in " ".join(res.notes)) is recent
+
+
 @pytest.mark.parametrize("route", ["corpus", "memory"])
 def test_only_memories_found_for_a_both_turn_inform_the_corpus(
         make_engine: Any, monkeypatch: pytest.MonkeyPatch, route: str) -> None:
@@ -145,9 +168,14 @@ def test_the_practical_the_memories_name_comes_first(tmp_path: Path, st_embedder
         assert res.gate.route.value == "both"
         assert _corpus_docs(res)[0] == "titration", [(i.why, i.text[:40]) for i in res.items]
         assert any("titration" in i.text.lower() and i.source == "corpus" for i in res.items)
-        # the message alone (the behaviour before) does not single it out: the test can fail
-        cr.retrieval_config = RetrievalConfig(corpus_memory_items=0)
-        before = cr.retrieve(QUESTION, user_id="ama", session_id="new")
-        assert _corpus_docs(before)[0] != "titration"
+        # asked at the end of the session that named it: that turn is in the recent window, not in memory
+        same = cr.retrieve(QUESTION, user_id="ama", session_id="s1")
+        assert any("titration" in i.text for i in same.recent)
+        assert _corpus_docs(same)[0] == "titration", same.notes
+        # the message alone (the behaviour before) does not single it out: the tests can fail
+        cr.retrieval_config = RetrievalConfig(corpus_memory_items=0, corpus_recent_context=False)
+        for session in ("new", "s1"):
+            before = cr.retrieve(QUESTION, user_id="ama", session_id=session)
+            assert _corpus_docs(before)[0] != "titration"
     finally:
         cr.close()

@@ -13,9 +13,10 @@ name the topic. 26 scenarios per file are ``implied`` (the question does not nam
 14 ``explicit`` (it does: the memory context must not hurt them).
 
 Every configuration runs on the same engine, store, embedder and stored data, in one run: the route
-forced to ``both`` (the mechanism alone), then the gate's own route; ``corpus_memory_items`` per
-configuration (0: the corpus queried with the message alone, the behaviour before it and the
-baseline). The documents of every file share one corpus, so each scenario also meets the other
+forced to ``both`` (the mechanism alone), then the gate's own route; ``corpus_memory_items`` and
+``corpus_recent_context`` per configuration (0 and False: the corpus queried with the message alone, the
+behaviour before them and the baseline); each question asked twice, opening a new session and at the end
+of the session that named its topic (where that turn may sit in the recent window rather than in memory). The documents of every file share one corpus, so each scenario also meets the other
 file's documents.
 
 Metrics per scenario, from the corpus items the retrieve ranked (injected or not): the first gold
@@ -48,6 +49,13 @@ class ContextScenario:
     sessions: tuple[tuple[tuple[str, str], ...], ...]  # sessions of (role, text)
     question: str
     gold_docs: frozenset[str]
+    evidence: tuple[str, ...] = ()  # the user turns that name the topic
+
+    def evidence_session(self) -> int:
+        """Index of the first session holding an evidence turn (the last session when none does)."""
+        ev = set(self.evidence)
+        return next((n for n, sess in enumerate(self.sessions) if any(t in ev for _, t in sess)),
+                    len(self.sessions) - 1)
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,8 @@ def load_context_set(path: str | Path) -> ContextSet:
         if s["kind"] not in ("implied", "explicit"):
             raise ValueError(f"{path.name} {s['id']}: kind {s['kind']!r} is not 'implied' or 'explicit'")
         sessions = tuple(tuple((str(t["role"]), str(t["text"])) for t in sess) for sess in s["sessions"])
-        scen.append(ContextScenario(str(s["id"]), s["kind"], sessions, str(s["question"]), gold))
+        evidence = tuple(str(t) for t in s.get("memory_evidence", ()))
+        scen.append(ContextScenario(str(s["id"]), s["kind"], sessions, str(s["question"]), gold, evidence))
     return ContextSet(path.stem, docs, tuple(scen))
 
 
@@ -126,22 +135,30 @@ class ContextHarness:
                                   "role": role, "timestamp": start + n * 7 * _DAY + j * 60.0})
         self.engine.add_many(turns)
 
-    def run(self, *, items: int, route: str | None = "both") -> dict[str, list[Outcome]]:
+    def run(self, *, items: int, recent: bool = False, route: str | None = "both",
+            ask_in: str = "new") -> dict[str, list[Outcome]]:
         """Every scenario of every set under one configuration: set name -> outcomes in scenario order.
 
         Args:
             items: ``corpus_memory_items``.
+            recent: ``corpus_recent_context``.
             route: Route forced on the retrieve (None: the gate's).
+            ask_in: ``new``: the question opens a new session; ``evidence``: it is asked at the end of the
+                session that named the topic (so that turn may be in the recent window, not in memory).
         """
+        if ask_in not in ("new", "evidence"):
+            raise ValueError(f"ask_in={ask_in!r}: use 'new' or 'evidence'")
         eng = self.engine
-        eng.retrieval_config = dataclasses.replace(self.base_config, corpus_memory_items=items)
+        eng.retrieval_config = dataclasses.replace(self.base_config, corpus_memory_items=items,
+                                                   corpus_recent_context=recent)
         self.clock.t = self._now
         out: dict[str, list[Outcome]] = {}
         try:
             for cs in self.sets:
                 rows = out.setdefault(cs.name, [])
                 for sc in cs.scenarios:
-                    r = eng.retrieve(sc.question, user_id=self.user(cs, sc), session_id=f"{sc.sid}-new", route=route)
+                    session = f"{sc.sid}-new" if ask_in == "new" else f"{sc.sid}-s{sc.evidence_session() + 1}"
+                    r = eng.retrieve(sc.question, user_id=self.user(cs, sc), session_id=session, route=route)
                     rows.append(self._outcome(cs, sc, r))
         finally:
             eng.retrieval_config = self.base_config

@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from ._errors import ConfigError
-from ._tuned import CORPUS_MEMORY_ITEMS, HYBRID_WEIGHTS
+from ._tuned import CORPUS_MEMORY_ITEMS, CORPUS_RECENT_CONTEXT, HYBRID_WEIGHTS
 
 __all__ = ["BudgetConfig", "PinConfig", "RetrievalConfig", "StoreLimits", "as_config"]
 
@@ -126,6 +126,9 @@ class RetrievalConfig:
             titration practical the memories talk about. 0 queries the corpus
             with the message alone. Chosen by
             ``benchmarks/tune_corpus_context.py``.
+        corpus_recent_context: On such a turn, also append the user's turns
+            of the recent window (what they just said in this session). Chosen
+            by the same script.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
@@ -143,6 +146,7 @@ class RetrievalConfig:
     diversity_threshold: float = 0.8
     min_score: float = 0.15
     corpus_memory_items: int = CORPUS_MEMORY_ITEMS
+    corpus_recent_context: bool = CORPUS_RECENT_CONTEXT
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))
@@ -165,6 +169,8 @@ class RetrievalConfig:
         _check(isinstance(self.corpus_memory_items, int) and not isinstance(self.corpus_memory_items, bool)
                and 0 <= self.corpus_memory_items <= 8, "corpus_memory_items", self.corpus_memory_items,
                "must be an int from 0 (the message alone) to 8")
+        _check(isinstance(self.corpus_recent_context, bool), "corpus_recent_context", self.corpus_recent_context,
+               "must be True or False")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -967,7 +967,7 @@ class ChatRecall(_AsyncMixin):
             if plan.route.wants_memory:
                 self._memory_phase(run, plan, gate)
             if plan.route.wants_corpus or run.phase1:
-                self._corpus_phase(run)
+                self._corpus_phase(run, informed=plan.route is Route.BOTH)
             if plan.fallback and not run.store_down and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
@@ -1121,8 +1121,12 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"degraded: served from the cached index ({st.degraded})")
         return items
 
-    def _corpus_phase(self, run: _Run) -> None:
-        """Search the corpus (shared documents and the user's own); never raises."""
+    def _corpus_phase(self, run: _Run, *, informed: bool = False) -> None:
+        """Search the corpus (shared documents and the user's own); never raises.
+
+        ``informed``: the turn searches both, so the conversation informs the corpus query
+        (:meth:`_corpus_query`).
+        """
         if run.store_down:
             run.notes.append("degraded: corpus search skipped (store unavailable)")
             return
@@ -1133,7 +1137,7 @@ class ChatRecall(_AsyncMixin):
                 run.notes.append("no corpus documents: corpus search skipped")
                 self.metrics.incr("searches_skipped.no_corpus")
             else:
-                qvec, context = self._corpus_query(run)
+                qvec, context = self._corpus_query(run) if informed else (run.qvec, "")
                 run.corpus_items = self._search_corpus(qvec, run.entities, run.user_id, run.k, context=context)
                 self.metrics.incr("searches_run.corpus")
         except StoreError as exc:
@@ -1143,27 +1147,33 @@ class ChatRecall(_AsyncMixin):
         run.timings["corpus"] = (time.perf_counter() - t) * 1e3
 
     def _corpus_query(self, run: _Run) -> tuple[np.ndarray, str]:
-        """The corpus query vector: the message's, or on a turn that searched both, the message's with the
-        top memories found appended to it.
+        """The corpus query vector of a turn that searches both: the message's, with what the conversation
+        says about its subject appended.
 
-        "what should my class watch out for in the practical?" never says which practical; the memory
-        found for it ("the titration practical with my year 11s on Friday") does. The message and the top
-        ``corpus_memory_items`` memories are embedded together (one more query embedding). Memories set
-        aside by the two-phase check (``run.phase1``: not clearly useful) inform nothing (letting them did not
-        help on ``benchmarks/data/corpus_context`` with the gate's own routes: MRR 0.748 with them, 0.755 without).
+        "what should my class watch out for in the practical?" never says which practical; the
+        conversation does ("the titration practical with my year 11s on Friday"), either earlier in this
+        session (the user's turns of the recent window, when ``corpus_recent_context``) or in the past (the
+        top ``corpus_memory_items`` memories found). The message and those texts are embedded together (one
+        more query embedding); with neither, the message alone. Memories set aside by the two-phase check
+        (``run.phase1``: not clearly useful) inform nothing (letting them did not help on
+        ``benchmarks/data/corpus_context`` with the gate's own routes: MRR 0.748 with them, 0.755 without).
 
         Returns:
             (query vector, "" or what informed it, for the items' ``why``).
         """
         assert run.qvec is not None
-        top = run.memory_items[:self.retrieval_config.corpus_memory_items]
-        if not top:
+        cfg = self.retrieval_config
+        recent = [i.text for i in run.recent if i.record is not None and i.record.role == "user"] \
+            if cfg.corpus_recent_context else []
+        top = run.memory_items[:cfg.corpus_memory_items]
+        if not recent and not top:
             return run.qvec, ""
         t = time.perf_counter()
-        qvec = self.embedder.embed_query(" ".join([run.message, *(i.text for i in top)]))
+        qvec = self.embedder.embed_query(" ".join([run.message, *recent, *(i.text for i in top)]))
         run.timings["embed"] = run.timings.get("embed", 0.0) + (time.perf_counter() - t) * 1e3
-        n = len(top)
-        run.notes.append(f"corpus query: the message plus its top {n} memor{'y' if n == 1 else 'ies'}")
+        parts = ([f"{len(recent)} recent turn{'s' if len(recent) > 1 else ''}"] if recent else []) + (
+            [f"its top {len(top)} memor{'y' if len(top) == 1 else 'ies'}"] if top else [])
+        run.notes.append("corpus query: the message plus " + " and ".join(parts))
         return qvec, "with memory context"
 
     def _strong_corpus(self, items: Sequence[ScoredItem]) -> bool:
