@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chatrecall._bench._common import machine_info
+from chatrecall._bench._common import machine_info, md_table
 from chatrecall._bench._context import DATA_DIR, ContextHarness, Outcome, load_context_set, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,9 +92,8 @@ CORPUS_RECENT_CONTEXT = {cfg[1]}
 
 
 def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub markdown table, the first column left-aligned."""
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    """``md_table`` for rows given as lists in ``head``'s order."""
+    return md_table([dict(zip(head, r)) for r in rows], head[1:], first=head[0])
 
 
 def fmt(s: Mapping[str, float]) -> list[str]:
