@@ -50,6 +50,7 @@ def test_harness_ranks_gold_documents_per_configuration(tmp_path: Path) -> None:
         (after,) = h.run(items=2)["tiny"]
         assert (before.sid, before.kind, after.sid, after.kind) == ("S1", "implied", "S1", "implied")
         assert after.rank == 1 and after.injected  # the memory names the titration practical
+        assert after.memory  # and reaches the prompt itself
         assert before.rank != 1  # the message alone does not single it out
         # asked in the session that named the topic: the turn is in the recent window, not in memory
         assert cs.scenarios[0].evidence_session() == 0
@@ -59,15 +60,32 @@ def test_harness_ranks_gold_documents_per_configuration(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="ask_in='old'"):
             h.run(items=0, ask_in="old")
         assert h.engine.retrieval_config == h.base_config  # restored after each run
+        h.run(items=0, probe=False, mix="score")
+        assert (h.engine.retrieval_config, h.engine.budget_config) == (h.base_config, h.base_budget)
+    finally:
+        h.close()
+
+
+def test_general_questions_count_the_memories_they_cost(tmp_path: Path) -> None:
+    cs = load_context_set(_write(tmp_path / "tiny.json"))
+    h = ContextHarness([cs], embedder=HashEmbedder(), store="memory")
+    try:
+        g = h.run_general(["how do plants make sugar from light?", "how do i avoid errors in my titration practical on friday?"])
+        assert g.n == 2 and g.probed == 1  # only the second speaks of the user ("my")
+        assert g.with_memory == 1 and g.memory_tokens > 0 and g.tokens >= g.memory_tokens
+        off = h.run_general(["how do i avoid errors in my titration practical on friday?"], probe=False)
+        assert off.probed == 0
+        assert h.engine.retrieval_config == h.base_config
     finally:
         h.close()
 
 
 def test_summarise() -> None:
-    rows = [Outcome("a", "implied", 1, True, "both"), Outcome("b", "implied", 3, True, "both"),
+    rows = [Outcome("a", "implied", 1, True, "both", True), Outcome("b", "implied", 3, True, "both"),
             Outcome("c", "explicit", None, False, "corpus")]
     s = summarise(rows)
     assert s["n"] == 3
     assert s["hit1"] == pytest.approx(1 / 3) and s["hit3"] == pytest.approx(2 / 3)
     assert s["mrr"] == pytest.approx((1 + 1 / 3) / 3) and s["injected"] == pytest.approx(2 / 3)
+    assert s["memory"] == pytest.approx(1 / 3)
     assert summarise([])["n"] == 0

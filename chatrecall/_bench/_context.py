@@ -34,7 +34,8 @@ from typing import Any
 
 from ._common import CachingEmbedder, MutableClock, embed_cache_dir, make_chatrecall, real_embedder
 
-__all__ = ["DATA_DIR", "ContextHarness", "ContextScenario", "ContextSet", "Outcome", "load_context_set", "summarise"]
+__all__ = ["DATA_DIR", "ContextHarness", "ContextScenario", "ContextSet", "GeneralOutcome", "Outcome", "load_context_set",
+           "summarise"]
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "corpus_context"
 _DAY = 86400.0
@@ -97,6 +98,18 @@ class Outcome:
     rank: int | None  # 1-based rank of the first gold document among the ranked corpus items, None if absent
     injected: bool
     route: str
+    memory: bool = False  # a memory turn naming the topic reached the prompt (found, or in the recent window)
+
+
+@dataclass(frozen=True)
+class GeneralOutcome:
+    """General questions asked by users whose histories are about other things (see ``run_general``)."""
+
+    n: int
+    with_memory: int  # questions given at least one memory
+    memory_tokens: int  # memory tokens injected, over all questions
+    tokens: int  # tokens injected (memories, passages, recent window), over all questions
+    probed: int  # questions whose memory was probed before the corpus
 
 
 class ContextHarness:
@@ -114,6 +127,7 @@ class ContextHarness:
         self.clock = MutableClock(1_700_000_000.0)
         self.engine, self.store_desc = make_chatrecall(self.emb, store=store, clock=self.clock)
         self.base_config = self.engine.retrieval_config
+        self.base_budget = self.engine.budget_config
         self.sets = tuple(sets)
         self._now = self.clock.t
         for cs in self.sets:
@@ -136,7 +150,7 @@ class ContextHarness:
         self.engine.add_many(turns)
 
     def run(self, *, items: int, recent: bool = False, route: str | None = "both",
-            ask_in: str = "new") -> dict[str, list[Outcome]]:
+            ask_in: str = "new", probe: bool | None = None, mix: str | None = None) -> dict[str, list[Outcome]]:
         """Every scenario of every set under one configuration: set name -> outcomes in scenario order.
 
         Args:
@@ -145,12 +159,13 @@ class ContextHarness:
             route: Route forced on the retrieve (None: the gate's).
             ask_in: ``new``: the question opens a new session; ``evidence``: it is asked at the end of the
                 session that named the topic (so that turn may be in the recent window, not in memory).
+            probe: ``memory_probe`` (None: the engine's default).
+            mix: ``BudgetConfig.mix`` (None: the engine's default).
         """
         if ask_in not in ("new", "evidence"):
             raise ValueError(f"ask_in={ask_in!r}: use 'new' or 'evidence'")
         eng = self.engine
-        eng.retrieval_config = dataclasses.replace(self.base_config, corpus_memory_items=items,
-                                                   corpus_recent_context=recent)
+        self._configure(items=items, recent=recent, probe=probe, mix=mix)
         self.clock.t = self._now
         out: dict[str, list[Outcome]] = {}
         try:
@@ -161,8 +176,42 @@ class ContextHarness:
                     r = eng.retrieve(sc.question, user_id=self.user(cs, sc), session_id=session, route=route)
                     rows.append(self._outcome(cs, sc, r))
         finally:
-            eng.retrieval_config = self.base_config
+            self._configure()
         return out
+
+    def run_general(self, questions: Sequence[str], *, probe: bool | None = None,
+                    mix: str | None = None) -> GeneralOutcome:
+        """General questions (no reference to the user) asked by the benchmark's users, in new sessions.
+
+        Question ``j`` is asked by the ``j``-th user (round robin), whose history is about other things:
+        every memory injected is a cost, not an answer. The engine's own constants otherwise.
+        """
+        users = [self.user(cs, sc) for cs in self.sets for sc in cs.scenarios]
+        self._configure(probe=probe, mix=mix)
+        self.clock.t = self._now
+        with_memory = memory_tokens = tokens = probed = 0
+        try:
+            for j, q in enumerate(questions):
+                r = self.engine.retrieve(q, user_id=users[j % len(users)], session_id=f"general-{j}")
+                mem = [i for i in r.items if i.source == "memory"]
+                with_memory += bool(mem)
+                memory_tokens += sum(i.tokens for i in mem)
+                tokens += r.tokens_used
+                probed += any("memory probed first" in n for n in r.notes)
+        finally:
+            self._configure()
+        return GeneralOutcome(len(questions), with_memory, memory_tokens, tokens, probed)
+
+    def _configure(self, *, items: int | None = None, recent: bool | None = None, probe: bool | None = None,
+                   mix: str | None = None) -> None:
+        """Set the engine's configs from the base ones (no argument: restore them)."""
+        base = self.base_config
+        self.engine.retrieval_config = dataclasses.replace(
+            base, corpus_memory_items=base.corpus_memory_items if items is None else items,
+            corpus_recent_context=base.corpus_recent_context if recent is None else recent,
+            memory_probe=base.memory_probe if probe is None else probe)
+        self.engine.budget_config = dataclasses.replace(self.base_budget,
+                                                        mix=self.base_budget.mix if mix is None else mix)
 
     @staticmethod
     def _outcome(cs: ContextSet, sc: ContextScenario, r: Any) -> Outcome:
@@ -176,7 +225,10 @@ class ContextHarness:
         rank = next((n for n, d in enumerate(docs, 1) if d in gold), None)
         injected = any(i.source == "corpus" and i.record is not None and i.record.session_id in gold
                        for i in r.items)
-        return Outcome(sc.sid, sc.kind, rank, injected, r.route.value)
+        evidence = set(sc.evidence)
+        memory = any(i.source == "memory" and i.text in evidence for i in r.items) \
+            or any(i.text in evidence for i in r.recent)
+        return Outcome(sc.sid, sc.kind, rank, injected, r.route.value, memory)
 
     def close(self) -> None:
         self.emb.save()
@@ -184,14 +236,16 @@ class ContextHarness:
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
-    """hit@1, hit@3, MRR and the share with a gold document injected."""
+    """hit@1, hit@3, MRR, the share with a gold document injected and the share whose memory evidence reached
+    the prompt."""
     n = len(outcomes)
     if not n:
-        return {"n": 0, "hit1": 0.0, "hit3": 0.0, "mrr": 0.0, "injected": 0.0}
+        return {"n": 0, "hit1": 0.0, "hit3": 0.0, "mrr": 0.0, "injected": 0.0, "memory": 0.0}
     return {
         "n": n,
         "hit1": sum(o.rank == 1 for o in outcomes) / n,
         "hit3": sum(o.rank is not None and o.rank <= 3 for o in outcomes) / n,
         "mrr": sum(1.0 / o.rank for o in outcomes if o.rank) / n,
         "injected": sum(o.injected for o in outcomes) / n,
+        "memory": sum(o.memory for o in outcomes) / n,
     }

@@ -63,16 +63,17 @@ def select_items(
     budget: int,
     config: BudgetConfig,
     diversity_threshold: float,
+    in_order: bool = False,
 ) -> Selection:
     """Greedy best-first selection under ``budget`` with near-duplicate suppression.
 
-    Items are taken in score order; an item whose word set overlaps an
-    already selected one above ``diversity_threshold`` (Jaccard) is dropped
-    as a near-duplicate. In ``tiers`` mode critical items go first, then
-    relevant, and background items may use only ``background_share`` of
-    the budget.
+    Items are taken in score order (``in_order``: in the order given); an
+    item whose word set overlaps an already selected one above
+    ``diversity_threshold`` (Jaccard) is dropped as a near-duplicate. In
+    ``tiers`` mode critical items go first, then relevant, and background
+    items may use only ``background_share`` of the budget.
     """
-    ordered = sorted(items, key=lambda it: -it.score)
+    ordered = list(items) if in_order else sorted(items, key=lambda it: -it.score)
     if config.mode == "tiers":
         rank = {"critical": 0, "relevant": 1, "background": 2}
         ordered.sort(key=lambda it: rank.get(it.tier, 3))

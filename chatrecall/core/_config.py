@@ -129,6 +129,13 @@ class RetrievalConfig:
         corpus_recent_context: On such a turn, also append the user's turns
             of the recent window (what they just said in this session). Chosen
             by the same script.
+        memory_probe: A corpus-only turn whose message shows a sign of the
+            user's own situation (the gate saw a memory signal, such as "my",
+            "we" or an unresolved "him", but routed to the corpus) looks in
+            memory before the corpus: the memory fallback's small lookup and
+            usefulness check, run first. Memories that pass it are kept and
+            inform the corpus query as on a turn that searches both; otherwise
+            nothing changes. False: memory only after a weak corpus search.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
@@ -147,6 +154,7 @@ class RetrievalConfig:
     min_score: float = 0.15
     corpus_memory_items: int = CORPUS_MEMORY_ITEMS
     corpus_recent_context: bool = CORPUS_RECENT_CONTEXT
+    memory_probe: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))
@@ -171,6 +179,7 @@ class RetrievalConfig:
                "must be an int from 0 (the message alone) to 8")
         _check(isinstance(self.corpus_recent_context, bool), "corpus_recent_context", self.corpus_recent_context,
                "must be True or False")
+        _check(isinstance(self.memory_probe, bool), "memory_probe", self.memory_probe, "must be True or False")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,6 +201,11 @@ class BudgetConfig:
             (below: ``background``).
         background_share: Share of the budget background items may take in
             ``tiers`` mode.
+        mix: How memories and corpus passages of one turn share the budget:
+            ``alternate`` (the best memory, the best passage, the next memory,
+            ...: each source in its own score order, since memory scores are
+            fused and passage scores a cosine, on different scales) or
+            ``score`` (one order by raw score).
     """
 
     mode: str = "fixed"
@@ -200,6 +214,7 @@ class BudgetConfig:
     critical_score: float = 0.6
     relevant_score: float = 0.3
     background_share: float = 0.2
+    mix: str = "alternate"
 
     def __post_init__(self) -> None:
         _check(self.mode in ("fixed", "dynamic", "tiers"), "mode", self.mode,
@@ -214,6 +229,7 @@ class BudgetConfig:
         _check(self.relevant_score <= self.critical_score, "relevant_score", self.relevant_score,
                f"must not exceed critical_score={self.critical_score}")
         _unit("background_share", self.background_share)
+        _check(self.mix in ("alternate", "score"), "mix", self.mix, "must be 'alternate' or 'score'")
 
 
 @dataclass(frozen=True, kw_only=True)

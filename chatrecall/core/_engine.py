@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import hashlib
+import itertools
 import threading
 import time
 from collections import OrderedDict
@@ -57,6 +58,7 @@ __all__ = ["ChatRecall"]
 _ANCHOR_KINDS = frozenset({"identifier", "path", "error", "quoted", "name"})
 #: Gate categories whose signal means a turn continues the previous one (a pending correction applies).
 _CONTINUING = frozenset({"continuity", "explicit", "recall", "temporal", "correction"})
+_MEMORY_SIGNS = _CONTINUING | {"personal"}  # categories whose patterns speak of the user (named in notes)
 #: Store queries slower than this (ms, moving average over at least _FRESH_MIN_PROBES
 #: searches) stop being asked on every search.
 _FRESH_MS = 2.0
@@ -93,6 +95,7 @@ class _Plan:
     two_phase: bool
     fallback: bool
     correction: bool = False  # a correction's memory is kept even when it looks weak
+    probe: bool = False  # a corpus-only turn that speaks of the user: the memory fallback's lookup runs first
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -966,9 +969,12 @@ class ChatRecall(_AsyncMixin):
             run.timings["embed"] = (time.perf_counter() - t) * 1e3
             if plan.route.wants_memory:
                 self._memory_phase(run, plan, gate)
+            if plan.probe:
+                self._probe_phase(run, gate)
             if plan.route.wants_corpus or run.phase1:
-                self._corpus_phase(run, informed=plan.route is Route.BOTH)
-            if plan.fallback and not run.store_down and not self._strong_corpus(run.corpus_items):
+                self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items))
+            if plan.fallback and not plan.probe and not run.store_down \
+                    and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
         return self._assemble(run, gate, plan, budget_tokens)
@@ -1009,7 +1015,13 @@ class ChatRecall(_AsyncMixin):
         4. A corpus-only route falls back to memory when the corpus finds
            nothing strong (:meth:`_fallback_phase`), so a personal question the
            gate misses is still answered from memory.
-        5. With no documents at all, "both" is a memory route: the small
+        5. When that message also shows a sign of the user's own situation (a
+           memory pattern fired: "my", "we", an unresolved "him"), the
+           fallback's lookup runs first instead (:meth:`_probe_phase`,
+           ``RetrievalConfig.memory_probe``): "is it safe to take him for his
+           walk?" needs what memory says about him even when a document on
+           walks in the heat is strong.
+        6. With no documents at all, "both" is a memory route: the small
            first lookup, not the full top ``k`` of memories.
         """
         route = gate.route
@@ -1040,7 +1052,10 @@ class ChatRecall(_AsyncMixin):
         if route is Route.BOTH and not run.store_down and self._no_documents():
             route = Route.MEMORY
             run.notes.append("no corpus documents: 'both' searches memory only, as a memory route")
-        return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected)
+        probe = route is Route.CORPUS and self.retrieval_config.memory_probe and gate.memory_score > 0 \
+            and st is not None
+        return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected,
+                     probe=probe)
 
     def _corpus_size(self) -> int:
         """Documents in the corpus: one count, cached until documents change. Raises StoreError."""
@@ -1194,6 +1209,27 @@ class ChatRecall(_AsyncMixin):
         else:
             run.rejected.extend(dataclasses.replace(i, why="fallback: not useful") for i in items)
 
+    def _probe_phase(self, run: _Run, gate: GateDecision) -> None:
+        """A corpus-only turn that speaks of the user: the memory fallback's lookup, before the corpus.
+
+        The same small lookup and usefulness check as :meth:`_fallback_phase`; memories that pass are kept
+        (and inform the corpus query), the others are reported as rejected, and the fallback does not run
+        again after the corpus.
+        """
+        self.metrics.incr("probes.memory")
+        items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=None)
+        signs = ", ".join(dict.fromkeys(repr(r.match) for r in gate.reasons if r.weight > 0
+                                        and r.category in _MEMORY_SIGNS))
+        useful = self._useful(items, run.entities, gate, run.message)
+        if useful:
+            run.notes.append(f"corpus question about the user ({signs or 'a memory signal'}): memory probed first; "
+                             f"memory useful ({useful}): memory used")
+            run.memory_items = items
+        else:
+            run.notes.append(f"corpus question about the user ({signs or 'a memory signal'}): memory probed first; "
+                             "nothing useful")
+            run.rejected.extend(dataclasses.replace(i, why="probe: not useful") for i in items)
+
     def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
         """Drop the set-aside phase-1 memories only for a strong corpus hit.
 
@@ -1231,13 +1267,13 @@ class ChatRecall(_AsyncMixin):
         budget = budget_tokens if budget_tokens is not None else budget_for(
             run.message, run.entities, plan.route, self.budget_config)
         fixed = sum(p.tokens for p in run.pins) + sum(r.tokens for r in run.recent)
-        found = [*run.memory_items[:run.k], *run.corpus_items[:run.k]]
+        found = self._mix(run.memory_items[:run.k], run.corpus_items[:run.k])
         weak = [i for i in found if i.score < cfg.min_score]
         run.rejected.extend(dataclasses.replace(i, why=f"score {i.score:.2f} < min_score {cfg.min_score}")
                             for i in weak)
         strong = [i for i in found if i.score >= cfg.min_score]
-        sel = select_items(strong, budget=max(budget - fixed, 0),
-                           config=self.budget_config, diversity_threshold=cfg.diversity_threshold)
+        sel = select_items(strong, budget=max(budget - fixed, 0), config=self.budget_config,
+                           diversity_threshold=cfg.diversity_threshold, in_order=self.budget_config.mix == "alternate")
         run.rejected.extend(sel.rejected)
         used = fixed + sel.tokens
         context = format_context(run.pins, run.recent, sel.selected)
@@ -1260,6 +1296,22 @@ class ChatRecall(_AsyncMixin):
             tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=run.timings, notes=tuple(run.notes),
             context=context,
         )
+
+    def _mix(self, memories: Sequence[ScoredItem], passages: Sequence[ScoredItem]) -> list[ScoredItem]:
+        """The order in which memories and passages claim the budget (``BudgetConfig.mix``).
+
+        ``alternate``: each source best first, taking turns (memory first), because their scores are on
+        different scales (a fused memory score of 0.2 can be the one turn that says whose court case it
+        is; a passage's 0.8 x cosine is often 0.4); ``score``: by raw score.
+        """
+        if self.budget_config.mix == "score" or not memories or not passages:
+            return sorted([*memories, *passages], key=lambda i: -i.score)
+        mem = sorted(memories, key=lambda i: -i.score)
+        doc = sorted(passages, key=lambda i: -i.score)
+        out: list[ScoredItem] = []
+        for a, b in itertools.zip_longest(mem, doc):
+            out.extend(x for x in (a, b) if x is not None)
+        return out
 
     @staticmethod
     def _route_taken(items: Sequence[ScoredItem], planned: Route) -> Route:

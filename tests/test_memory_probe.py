@@ -1,0 +1,203 @@
+"""A corpus question about the user's own situation looks in memory first; memories and passages share the budget.
+
+"it's 28 degrees today, is it safe to take him for his walk this afternoon?" reads as a general
+question (the gate routes it to the corpus), but "him" is the user's dog, who had knee surgery last
+week. The gate saw that sign ("him"), so the memory fallback's small lookup runs before the corpus
+(``RetrievalConfig.memory_probe``): a useful memory is kept and informs the corpus query, so the
+document on recovery from that surgery comes first rather than the one on walks in the heat.
+
+Fast tests on the fakes check the mechanism; the test on the real model and embedded Chroma checks
+the behaviour a user sees, and that it differs with the probe off (the test can fail).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from chatrecall import BudgetConfig, ChatRecall, ConfigError, RetrievalConfig, Turn
+from chatrecall.core._types import COLLECTION_CORPUS
+
+T0 = 1_735_725_600.0
+CHAT = [
+    ("s1", "user", "ugh, long day at work"),
+    ("s1", "assistant", "Sorry to hear that. Want to talk about it?"),
+    ("s1", "user", "nah. my dog Biscuit had surgery on his cruciate ligament last week, the vet says short lead "
+                   "walks only for six weeks"),
+    ("s1", "assistant", "Poor Biscuit. Short, calm walks will help him heal."),
+    ("s1", "user", "he hates the cone lol"),
+    ("s1", "assistant", "They usually do!"),
+    ("s2", "user", "booked flights to lisbon for march!!"),
+    ("s2", "assistant", "Lovely! March is a nice time to go."),
+    ("s2", "user", "any tips for keeping basil alive indoors? mine keeps wilting"),
+    ("s2", "assistant", "Give it a sunny windowsill and water when the top of the soil is dry."),
+]
+DOCS = [
+    {"id": "heat", "text": "Walking dogs in hot weather: above about 25 degrees, walk early in the morning or late "
+                           "in the evening, check the pavement with the back of your hand, carry water and watch for "
+                           "heavy panting or stumbling, which are signs of heatstroke."},
+    {"id": "cruciate", "text": "Recovery after cruciate ligament surgery in dogs: for the first six weeks only short "
+                               "lead walks of five to ten minutes, no running, jumping or stairs; heat and "
+                               "overexertion slow healing, so on hot days keep walks to the coolest part of the day "
+                               "or rest indoors."},
+    {"id": "puppy", "text": "How far can a puppy walk? A common rule is five minutes of walking per month of age, "
+                            "twice a day, until the puppy is fully grown."},
+    {"id": "cats", "text": "Cats cope with hot weather by resting in shade and drinking more; provide cool water and "
+                           "a shaded spot, and never leave a cat in a parked car."},
+]
+QUESTION = "it's 28 degrees today, is it safe to take him for his walk this afternoon?"
+#: The same question in the hash embedder's terms: it shares words with the memory that answers it.
+FAKE_QUESTION = "is it safe to take him for his short lead walks after the cruciate ligament surgery?"
+
+
+def _chat(cr: ChatRecall, user: str = "jo") -> None:
+    cr.add_many([Turn(text=t, user_id=user, session_id=s, role=r, timestamp=T0 + i * 600)
+                 for i, (s, r, t) in enumerate(CHAT)])
+    cr.add_documents(DOCS)
+
+
+def _corpus_docs(res: Any) -> list[str]:
+    """Document ids of the corpus items the retrieve ranked, best first (injected or not)."""
+    items = sorted((i for i in (*res.items, *res.rejected) if i.source == "corpus"), key=lambda i: -i.score)
+    return list(dict.fromkeys(i.record.session_id for i in items))
+
+
+def _sent_vectors(engine: ChatRecall, monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
+    sent: list[np.ndarray] = []
+    real = engine.store.query
+
+    def query(collection: str, embedding: np.ndarray, k: int, where: Any) -> Any:
+        if collection == COLLECTION_CORPUS:
+            sent.append(np.asarray(embedding, dtype=np.float64))
+        return real(collection, embedding, k, where)
+
+    monkeypatch.setattr(engine.store, "query", query)
+    return sent
+
+
+# ----------------------------------------------------------------- configuration
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_memory_probe_must_be_a_bool(value: Any) -> None:
+    with pytest.raises(ConfigError, match=rf"memory_probe={value!r} is invalid: must be True or False"):
+        RetrievalConfig(memory_probe=value)
+
+
+@pytest.mark.parametrize("value", ["rank", "", None, 1])
+def test_mix_must_be_alternate_or_score(value: Any) -> None:
+    with pytest.raises(ConfigError, match=rf"mix={value!r} is invalid: must be 'alternate' or 'score'"):
+        BudgetConfig(mix=value)
+
+
+def test_defaults() -> None:
+    assert RetrievalConfig().memory_probe is True
+    assert BudgetConfig().mix == "alternate"
+
+
+# ----------------------------------------------------------------- mechanism (fakes)
+def test_a_corpus_question_about_the_user_probes_memory_before_the_corpus(
+        make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    eng = make_engine()
+    _chat(eng)
+    assert eng.gate.decide(FAKE_QUESTION).route.value == "corpus"  # the case this rule is for
+    sent = _sent_vectors(eng, monkeypatch)
+    res = eng.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
+    notes = " ".join(res.notes)
+    assert "memory probed first; memory useful" in notes, res.notes
+    assert "'him'" in notes  # the sign the gate saw is named
+    mem = [i for i in res.items if i.source == "memory"]
+    assert any("cruciate" in i.text for i in mem)
+    assert res.route.value == "both"
+    # the corpus query is informed by the memories the probe kept, as on a turn that searches both
+    assert len(sent) == 1
+    want = eng.embedder.embed_query(" ".join([FAKE_QUESTION, *(i.text for i in mem[:eng.retrieval_config
+                                                                                   .corpus_memory_items])]))
+    np.testing.assert_allclose(sent[0], want, atol=1e-6)
+    assert eng.metrics.snapshot()["counters"].get("probes.memory") == 1
+    assert not eng.metrics.snapshot()["counters"].get("fallbacks.memory")
+
+
+def test_a_probe_that_finds_nothing_useful_changes_nothing(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another user's history says nothing about the question: no memory is injected, the corpus is queried
+    with the message alone, and the fallback does not search memory a second time."""
+    eng = make_engine()
+    _chat(eng)
+    eng.add_many([Turn(text="we went to the harbour for fish and chips", user_id="sam", session_id="x",
+                       timestamp=T0), Turn(text="the ferry was late again", user_id="sam", session_id="x",
+                                           timestamp=T0 + 60)])
+    sent = _sent_vectors(eng, monkeypatch)
+    res = eng.retrieve(FAKE_QUESTION, user_id="sam", session_id="new")
+    assert "memory probed first; nothing useful" in " ".join(res.notes), res.notes
+    assert not [i for i in res.items if i.source == "memory"]
+    assert any(i.why == "probe: not useful" for i in res.rejected)
+    np.testing.assert_allclose(sent[0], eng.embedder.embed_query(FAKE_QUESTION), atol=1e-6)
+    assert not eng.metrics.snapshot()["counters"].get("fallbacks.memory")
+
+
+def test_no_probe_when_turned_off_or_without_a_sign_of_the_user(
+        make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    off = make_engine(retrieval=RetrievalConfig(memory_probe=False))
+    _chat(off)
+    sent = _sent_vectors(off, monkeypatch)
+    res = off.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
+    assert not any("probed" in n for n in res.notes)
+    np.testing.assert_allclose(sent[0], off.embedder.embed_query(FAKE_QUESTION), atol=1e-6)
+    general = "how does photosynthesis work in plants?"
+    on = make_engine()
+    _chat(on)
+    d = on.gate.decide(general)
+    assert d.route.value == "corpus" and d.memory_score == 0
+    res = on.retrieve(general, user_id="jo", session_id="new")
+    assert not any("probed" in n for n in res.notes)
+    assert not on.metrics.snapshot()["counters"].get("probes.memory")
+
+
+def test_a_forced_corpus_route_is_not_probed(make_engine: Any) -> None:
+    eng = make_engine()
+    _chat(eng)
+    res = eng.retrieve(FAKE_QUESTION, user_id="jo", session_id="new", route="corpus")
+    assert not [i for i in res.items if i.source == "memory"]
+    assert not any("probed" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("mix", ["alternate", "score"])
+def test_memories_and_passages_take_turns_at_the_budget(make_engine: Any, mix: str) -> None:
+    """Passages score 0.8 x cosine, memories a fused score, often lower: by raw score alone a tight budget
+    goes to passages and the one memory that says whose dog it is never reaches the prompt."""
+    question = "walking dogs in hot weather: is heatstroke a risk on the pavement for him?"
+    eng = make_engine(budget=BudgetConfig(mix=mix))
+    _chat(eng)
+    roomy = eng.retrieve(question, user_id="jo", session_id="new", route="both", budget_tokens=2000)
+    top_mem = max((i for i in roomy.items if i.source == "memory"), key=lambda i: i.score)
+    above = [i for i in roomy.items if i.source == "corpus" and i.score > top_mem.score]
+    assert len(above) >= 2  # the case this is about: passages outscore the best memory
+    budget = sum(i.tokens for i in above)  # by raw score, those passages fill it exactly
+    res = eng.retrieve(question, user_id="jo", session_id="new", route="both", budget_tokens=budget)
+    kept = {i.id for i in res.items}
+    assert (top_mem.id in kept) is (mix == "alternate"), res.explain()
+    assert above[0].id in kept  # the best passage is kept either way
+    assert res.tokens_used <= budget
+
+
+# ----------------------------------------------------------------- behaviour (real model, embedded Chroma)
+@pytest.mark.model
+def test_the_dogs_surgery_finds_the_recovery_document(tmp_path: Path, st_embedder: Any) -> None:
+    pytest.importorskip("chromadb")
+    from chatrecall.adapters.chroma import ChromaStore
+
+    cr = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    try:
+        _chat(cr)
+        res = cr.retrieve(QUESTION, user_id="jo", session_id="new")
+        assert res.gate.route.value == "corpus"
+        assert any("memory probed first; memory useful" in n for n in res.notes), res.notes
+        assert _corpus_docs(res)[0] == "cruciate", [(i.why, i.text[:40]) for i in res.items]
+        assert any("Biscuit had surgery" in i.text for i in res.items if i.source == "memory")
+        # without the probe the corpus is searched with the message alone: the heat document wins
+        cr.retrieval_config = RetrievalConfig(memory_probe=False)
+        before = cr.retrieve(QUESTION, user_id="jo", session_id="new")
+        assert _corpus_docs(before)[0] != "cruciate"
+    finally:
+        cr.close()
