@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _corpus import corpus_docs, sent_vectors
 
 from chatrecall import ChatRecall, ConfigError, RetrievalConfig, Turn
 from chatrecall.core._tuned import CORPUS_MEMORY_ITEMS, CORPUS_RECENT_CONTEXT
-from chatrecall.core._types import COLLECTION_CORPUS
 
 T0 = 1_735_725_600.0
 CHAT = [
@@ -52,10 +52,6 @@ def _chat(cr: ChatRecall, user: str = "ama") -> None:
     cr.add_documents(DOCS)
 
 
-def _corpus_docs(res: Any) -> list[str]:
-    """Document ids of the corpus items the retrieve ranked, best first (injected or not)."""
-    items = sorted((i for i in (*res.items, *res.rejected) if i.source == "corpus"), key=lambda i: -i.score)
-    return list(dict.fromkeys(i.record.session_id for i in items))
 
 
 # ----------------------------------------------------------------- configuration
@@ -78,17 +74,6 @@ def test_defaults_are_the_tuned_constants() -> None:
 
 
 # ----------------------------------------------------------------- mechanism (fakes)
-def _sent_vectors(engine: ChatRecall, monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
-    sent: list[np.ndarray] = []
-    real = engine.store.query
-
-    def query(collection: str, embedding: np.ndarray, k: int, where: Any) -> Any:
-        if collection == COLLECTION_CORPUS:
-            sent.append(np.asarray(embedding, dtype=np.float64))
-        return real(collection, embedding, k, where)
-
-    monkeypatch.setattr(engine.store, "query", query)
-    return sent
 
 
 @pytest.mark.parametrize("items", [1, 3])
@@ -96,7 +81,7 @@ def test_both_turn_queries_the_corpus_with_the_message_and_the_top_memories(
         make_engine: Any, monkeypatch: pytest.MonkeyPatch, items: int) -> None:
     eng = make_engine(retrieval=RetrievalConfig(corpus_memory_items=items))
     _chat(eng)
-    sent = _sent_vectors(eng, monkeypatch)
+    sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(QUESTION, user_id="ama", session_id="new", route="both")
     mem = [i for i in res.items if i.source == "memory"] + [i for i in res.rejected if i.source == "memory"]
     mem.sort(key=lambda i: -i.score)
@@ -111,7 +96,7 @@ def test_both_turn_queries_the_corpus_with_the_message_and_the_top_memories(
 def test_zero_items_sends_the_message_alone(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     eng = make_engine(retrieval=RetrievalConfig(corpus_memory_items=0))
     _chat(eng)
-    sent = _sent_vectors(eng, monkeypatch)
+    sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(QUESTION, user_id="ama", session_id="new", route="both")
     np.testing.assert_allclose(sent[0], eng.embedder.embed_query(QUESTION), atol=1e-6)
     assert not any("corpus query" in n for n in res.notes)
@@ -123,7 +108,7 @@ def test_in_session_the_user_turns_of_the_recent_window_inform_the_corpus(
     """Asked at the end of session s2, whose turns are the recent window (not searched as memories)."""
     eng = make_engine(retrieval=RetrievalConfig(corpus_memory_items=0, corpus_recent_context=recent))
     _chat(eng)
-    sent = _sent_vectors(eng, monkeypatch)
+    sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(QUESTION, user_id="ama", session_id="s2", route="both")
     users = [t for s, r, t in CHAT if s == "s2" and r == "user"]
     assert [i.text for i in res.recent] == [t for s, _, t in CHAT if s == "s2"]
@@ -139,7 +124,7 @@ def test_only_memories_found_for_a_both_turn_inform_the_corpus(
     judged not useful, and those set-aside memories inform nothing."""
     eng = make_engine(retrieval=RetrievalConfig(corpus_memory_items=4))
     _chat(eng)
-    sent = _sent_vectors(eng, monkeypatch)
+    sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve("quantum chromodynamics lattice spacing", user_id="ama", session_id="new", route=route)
     for v in sent:
         np.testing.assert_allclose(v, eng.embedder.embed_query("quantum chromodynamics lattice spacing"), atol=1e-6)
@@ -149,10 +134,10 @@ def test_only_memories_found_for_a_both_turn_inform_the_corpus(
 def test_a_user_with_no_memories_gets_the_message_alone(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     eng = make_engine(retrieval=RetrievalConfig(corpus_memory_items=4))
     eng.add_documents(DOCS)
-    sent = _sent_vectors(eng, monkeypatch)
+    sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(QUESTION, user_id="nobody", session_id="new", route="both")
     np.testing.assert_allclose(sent[0], eng.embedder.embed_query(QUESTION), atol=1e-6)
-    assert _corpus_docs(res)  # the corpus is still searched
+    assert corpus_docs(res)  # the corpus is still searched
 
 
 # ----------------------------------------------------------------- behaviour (real model, embedded Chroma)
@@ -166,16 +151,16 @@ def test_the_practical_the_memories_name_comes_first(tmp_path: Path, st_embedder
         _chat(cr)
         res = cr.retrieve(QUESTION, user_id="ama", session_id="new")
         assert res.gate.route.value == "both"
-        assert _corpus_docs(res)[0] == "titration", [(i.why, i.text[:40]) for i in res.items]
+        assert corpus_docs(res)[0] == "titration", [(i.why, i.text[:40]) for i in res.items]
         assert any("titration" in i.text.lower() and i.source == "corpus" for i in res.items)
         # asked at the end of the session that named it: that turn is in the recent window, not in memory
         same = cr.retrieve(QUESTION, user_id="ama", session_id="s1")
         assert any("titration" in i.text for i in same.recent)
-        assert _corpus_docs(same)[0] == "titration", same.notes
+        assert corpus_docs(same)[0] == "titration", same.notes
         # the message alone (the behaviour before) does not single it out: the tests can fail
         cr.retrieval_config = RetrievalConfig(corpus_memory_items=0, corpus_recent_context=False)
         for session in ("new", "s1"):
             before = cr.retrieve(QUESTION, user_id="ama", session_id=session)
-            assert _corpus_docs(before)[0] != "titration"
+            assert corpus_docs(before)[0] != "titration"
     finally:
         cr.close()

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _corpus import corpus_docs, sent_vectors
 
 from chatrecall import BudgetConfig, ChatRecall, ConfigError, RetrievalConfig, Turn
-from chatrecall.core._types import COLLECTION_CORPUS
 
 T0 = 1_735_725_600.0
 CHAT = [
@@ -59,23 +59,8 @@ def _chat(cr: ChatRecall, user: str = "jo") -> None:
     cr.add_documents(DOCS)
 
 
-def _corpus_docs(res: Any) -> list[str]:
-    """Document ids of the corpus items the retrieve ranked, best first (injected or not)."""
-    items = sorted((i for i in (*res.items, *res.rejected) if i.source == "corpus"), key=lambda i: -i.score)
-    return list(dict.fromkeys(i.record.session_id for i in items))
 
 
-def _sent_vectors(engine: ChatRecall, monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
-    sent: list[np.ndarray] = []
-    real = engine.store.query
-
-    def query(collection: str, embedding: np.ndarray, k: int, where: Any) -> Any:
-        if collection == COLLECTION_CORPUS:
-            sent.append(np.asarray(embedding, dtype=np.float64))
-        return real(collection, embedding, k, where)
-
-    monkeypatch.setattr(engine.store, "query", query)
-    return sent
 
 
 # ----------------------------------------------------------------- configuration
@@ -102,7 +87,7 @@ def test_a_corpus_question_about_the_user_probes_memory_before_the_corpus(
     eng = make_engine()
     _chat(eng)
     assert eng.gate.decide(FAKE_QUESTION).route.value == "corpus"  # the case this rule is for
-    sent = _sent_vectors(eng, monkeypatch)
+    sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
     notes = " ".join(res.notes)
     assert "memory probed first; memory useful" in notes, res.notes
@@ -127,7 +112,7 @@ def test_a_probe_that_finds_nothing_useful_changes_nothing(make_engine: Any, mon
     eng.add_many([Turn(text="we went to the harbour for fish and chips", user_id="sam", session_id="x",
                        timestamp=T0), Turn(text="the ferry was late again", user_id="sam", session_id="x",
                                            timestamp=T0 + 60)])
-    sent = _sent_vectors(eng, monkeypatch)
+    sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(FAKE_QUESTION, user_id="sam", session_id="new")
     assert "memory probed first; nothing useful" in " ".join(res.notes), res.notes
     assert not [i for i in res.items if i.source == "memory"]
@@ -140,7 +125,7 @@ def test_no_probe_when_turned_off_or_without_a_sign_of_the_user(
         make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     off = make_engine(retrieval=RetrievalConfig(memory_probe=False))
     _chat(off)
-    sent = _sent_vectors(off, monkeypatch)
+    sent = sent_vectors(off, monkeypatch)
     res = off.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
     assert not any("probed" in n for n in res.notes)
     np.testing.assert_allclose(sent[0], off.embedder.embed_query(FAKE_QUESTION), atol=1e-6)
@@ -193,11 +178,11 @@ def test_the_dogs_surgery_finds_the_recovery_document(tmp_path: Path, st_embedde
         res = cr.retrieve(QUESTION, user_id="jo", session_id="new")
         assert res.gate.route.value == "corpus"
         assert any("memory probed first; memory useful" in n for n in res.notes), res.notes
-        assert _corpus_docs(res)[0] == "cruciate", [(i.why, i.text[:40]) for i in res.items]
+        assert corpus_docs(res)[0] == "cruciate", [(i.why, i.text[:40]) for i in res.items]
         assert any("Biscuit had surgery" in i.text for i in res.items if i.source == "memory")
         # without the probe the corpus is searched with the message alone: the heat document wins
         cr.retrieval_config = RetrievalConfig(memory_probe=False)
         before = cr.retrieve(QUESTION, user_id="jo", session_id="new")
-        assert _corpus_docs(before)[0] != "cruciate"
+        assert corpus_docs(before)[0] != "cruciate"
     finally:
         cr.close()
