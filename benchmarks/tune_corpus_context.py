@@ -22,7 +22,10 @@ Protocol (nothing chosen on the data it is reported on):
   and the budget mix (``BudgetConfig.mix``), which have no constant to choose, are reported on and off
   (both ways of asking; "memory evidence" = a turn that names the topic reached the prompt), and on general
   questions (the held-out gate splits' messages labelled corpus) asked by the same users, whose memories
-  are then only a cost.
+  are then only a cost;
+* blind files (``benchmarks/data/corpus_context_blind``, written after this script's choice and never read
+  by it) are then measured once, in a second store holding every file's documents: the final
+  configuration against the message alone (route forced to both), and the memory probe and budget mix.
 
 Usage::
 
@@ -116,9 +119,59 @@ def describe(c: Config) -> str:
             "message + " + " + ".join((["recent user turns"] if c[1] else []) + ([f"top {c[0]} memories"] if c[0] else [])))
 
 
+def blind_report(files: Sequence[Path], sets: Sequence[Any], final: Config) -> dict[str, Any]:
+    """The held-out files, measured once: every file's documents in one store, only the blind scenarios asked."""
+    if not files:
+        return {}
+    blind_sets = [load_context_set(f) for f in files]
+    names = [s.name for s in blind_sets]
+    h = ContextHarness([*sets, *blind_sets])
+    try:
+        def ask(**kw: Any) -> dict[str, list[Outcome]]:
+            return {mode: [o for rows in h.run(ask_in=mode, only=names, **kw).values() for o in rows] for mode in MODES}
+        forced = {"message": ask(items=0, recent=False), "final": ask(items=final[0], recent=final[1])}
+        probe = {label: ask(items=final[0], recent=final[1], route=None, probe=p, mix=mix)
+                 for label, p, mix in PROBE_SYSTEMS}
+    finally:
+        h.close()
+    return {"files": [f.name for f in files], "final": {"items": final[0], "recent": final[1]},
+            "forced_both": {k: {m: by_kind(v[m]) for m in MODES} for k, v in forced.items()},
+            "probe_and_mix": {k: {m: summarise(v[m]) for m in MODES} for k, v in probe.items()}}
+
+
+def blind_markdown(blind: Mapping[str, Any]) -> list[str]:
+    if not blind:
+        return []
+    rows = []
+    for label, key in ((f"final: {describe((blind['final']['items'], blind['final']['recent']))}", "final"),
+                       ("message alone (before)", "message")):
+        for mode in MODES:
+            for kind in ("implied", "explicit", "all"):
+                r = blind["forced_both"][key][mode][kind]
+                rows.append([mode, label, f"{kind} ({r['n']})", *fmt(r)])
+    probe_rows = []
+    for label, _, _ in PROBE_SYSTEMS:
+        cells = []
+        for mode in MODES:
+            r = blind["probe_and_mix"][label][mode]
+            cells += [f"{r['hit1']:.3f}", f"{r['injected']:.3f}", f"{r['memory']:.3f}"]
+        probe_rows.append([label, *cells])
+    return [
+        f"## Blind files ({', '.join(blind['files'])}): measured once, never chosen on", "",
+        "Every file's documents in one store; only the blind files' scenarios asked.", "",
+        "Route forced to both:", "",
+        table(["asked in", "system", "kind", "hit@1", "hit@3", "MRR", "gold injected"], rows), "",
+        "Gate's own route, final configuration:", "",
+        table(["system", "new: hit@1", "new: gold injected", "new: memory evidence", "evidence: hit@1",
+               "evidence: gold injected", "evidence: memory evidence"], probe_rows), "",
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA_DIR)
+    ap.add_argument("--blind", type=Path, default=DATA_DIR.parent / "corpus_context_blind",
+                    help="held-out files, measured once with the final configuration (never chosen on)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite the corpus context block of _tuned.py")
     args = ap.parse_args(argv)
@@ -157,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              for mode in MODES}
         general[label] = h.run_general(general_q, probe=probe, mix=mix)
     h.close()
+    blind = blind_report(sorted(args.blind.glob("*.json")), sets, final)
 
     def all_rows(res: Mapping[str, list[Outcome]]) -> list[Outcome]:
         return [o for n in names for o in res[n]]
@@ -180,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "final": by_kind(all_rows(gate_final))},
         "probe_and_mix": {label: {**{m: summarise(probe_runs[label][m]) for m in MODES},
                                   "general": vars(general[label])} for label, _, _ in PROBE_SYSTEMS},
+        "blind": blind,
         "grid_mrr_all": {f"{c[0]}/{'recent' if c[1] else '-'}": round(summarise(rows_of(results, c, names))["mrr"], 4)
                          for c in results},
     }
@@ -214,10 +269,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             cells += [f"{r['hit1']:.3f}", f"{r['injected']:.3f}", f"{r['memory']:.3f}"]
         g = general[label]
         probe_table.append([label, *cells, f"{g.with_memory / g.n:.3f} ({g.with_memory})", f"{g.tokens / g.n:.0f}",
-                            str(g.probed)])
+                            str(g.probed), f"{g.p50_ms:.1f}"])
     probe_head = ["system", "new: hit@1", "new: gold injected", "new: memory evidence", "evidence: hit@1",
                   "evidence: gold injected", "evidence: memory evidence",
-                  f"general ({len(general_q)}): with a memory", "general: tokens / turn", "general: probed"]
+                  f"general ({len(general_q)}): with a memory", "general: tokens / turn", "general: probed",
+                  "general: p50 ms"]
     md = [
         "# Corpus queries informed by the conversation (leave-one-file-out)", "",
         f"Generated by `benchmarks/tune_corpus_context.py` ({stamp}). {out['protocol']}.",
@@ -237,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"window). General = the held-out gate splits' messages labelled corpus ({', '.join(GENERAL_SPLITS)}), "
         "asked in new sessions by the same users, whose histories are about other things.", "",
         table(probe_head, probe_table), "",
+        *blind_markdown(blind),
         f"Final (chosen on all files; written to `_tuned.py`): {describe(final)}. "
         f"MRR over all scenarios, both ways (in-sample), per configuration: {out['grid_mrr_all']}.", "",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in out["machine"].items() if not isinstance(v, dict)) + ".",

@@ -2,7 +2,7 @@
 
 "it's 28 degrees today, is it safe to take him for his walk this afternoon?" reads as a general
 question (the gate routes it to the corpus), but "him" is the user's dog, who had knee surgery last
-week. The gate saw that sign ("him"), so the memory fallback's small lookup runs before the corpus
+week. On a corpus-only turn the memory fallback's small lookup runs before the corpus
 (``RetrievalConfig.memory_probe``): a useful memory is kept and informs the corpus query, so the
 document on recovery from that surgery comes first rather than the one on walks in the heat.
 
@@ -91,7 +91,7 @@ def test_a_corpus_question_about_the_user_probes_memory_before_the_corpus(
     res = eng.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
     notes = " ".join(res.notes)
     assert "memory probed first; memory useful" in notes, res.notes
-    assert "'him'" in notes  # the sign the gate saw is named
+    assert "signs of the user: 'him'" in notes  # the sign the gate saw is named
     mem = [i for i in res.items if i.source == "memory"]
     assert any("cruciate" in i.text for i in mem)
     assert res.route.value == "both"
@@ -121,22 +121,28 @@ def test_a_probe_that_finds_nothing_useful_changes_nothing(make_engine: Any, mon
     assert not eng.metrics.snapshot()["counters"].get("fallbacks.memory")
 
 
-def test_no_probe_when_turned_off_or_without_a_sign_of_the_user(
-        make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_probe_when_turned_off(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     off = make_engine(retrieval=RetrievalConfig(memory_probe=False))
     _chat(off)
     sent = sent_vectors(off, monkeypatch)
     res = off.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
     assert not any("probed" in n for n in res.notes)
     np.testing.assert_allclose(sent[0], off.embedder.embed_query(FAKE_QUESTION), atol=1e-6)
+    assert not off.metrics.snapshot()["counters"].get("probes.memory")
+
+
+def test_a_general_question_is_probed_too_and_gets_no_unrelated_memory(make_engine: Any) -> None:
+    """No memory pattern fires on "the e-visa" or on a plain general question: every corpus-only turn is
+    probed, and the usefulness check keeps what does not answer it out of the prompt."""
     general = "how does photosynthesis work in plants?"
-    on = make_engine()
-    _chat(on)
-    d = on.gate.decide(general)
+    eng = make_engine()
+    _chat(eng)
+    d = eng.gate.decide(general)
     assert d.route.value == "corpus" and d.memory_score == 0
-    res = on.retrieve(general, user_id="jo", session_id="new")
-    assert not any("probed" in n for n in res.notes)
-    assert not on.metrics.snapshot()["counters"].get("probes.memory")
+    res = eng.retrieve(general, user_id="jo", session_id="new")
+    assert "corpus question (no sign of the user): memory probed first; nothing useful" in res.notes
+    assert not [i for i in res.items if i.source == "memory"]
+    assert eng.metrics.snapshot()["counters"].get("probes.memory") == 1
 
 
 def test_a_forced_corpus_route_is_not_probed(make_engine: Any) -> None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +112,7 @@ class GeneralOutcome:
     memory_tokens: int  # memory tokens injected, over all questions
     tokens: int  # tokens injected (memories, passages, recent window), over all questions
     probed: int  # questions whose memory was probed before the corpus
+    p50_ms: float = 0.0  # median retrieve latency
 
 
 class ContextHarness:
@@ -150,7 +153,8 @@ class ContextHarness:
         self.engine.add_many(turns)
 
     def run(self, *, items: int, recent: bool = False, route: str | None = "both",
-            ask_in: str = "new", probe: bool | None = None, mix: str | None = None) -> dict[str, list[Outcome]]:
+            ask_in: str = "new", probe: bool | None = None, mix: str | None = None,
+            only: Sequence[str] | None = None) -> dict[str, list[Outcome]]:
         """Every scenario of every set under one configuration: set name -> outcomes in scenario order.
 
         Args:
@@ -161,6 +165,8 @@ class ContextHarness:
                 session that named the topic (so that turn may be in the recent window, not in memory).
             probe: ``memory_probe`` (None: the engine's default).
             mix: ``BudgetConfig.mix`` (None: the engine's default).
+            only: Names of the sets whose scenarios are asked (None: every set; the others' documents stay
+                in the corpus).
         """
         if ask_in not in ("new", "evidence"):
             raise ValueError(f"ask_in={ask_in!r}: use 'new' or 'evidence'")
@@ -170,6 +176,8 @@ class ContextHarness:
         out: dict[str, list[Outcome]] = {}
         try:
             for cs in self.sets:
+                if only is not None and cs.name not in only:
+                    continue
                 rows = out.setdefault(cs.name, [])
                 for sc in cs.scenarios:
                     session = f"{sc.sid}-new" if ask_in == "new" else f"{sc.sid}-s{sc.evidence_session() + 1}"
@@ -190,9 +198,12 @@ class ContextHarness:
         self._configure(probe=probe, mix=mix)
         self.clock.t = self._now
         with_memory = memory_tokens = tokens = probed = 0
+        ms: list[float] = []
         try:
             for j, q in enumerate(questions):
+                t = time.perf_counter()
                 r = self.engine.retrieve(q, user_id=users[j % len(users)], session_id=f"general-{j}")
+                ms.append((time.perf_counter() - t) * 1e3)
                 mem = [i for i in r.items if i.source == "memory"]
                 with_memory += bool(mem)
                 memory_tokens += sum(i.tokens for i in mem)
@@ -200,7 +211,8 @@ class ContextHarness:
                 probed += any("memory probed first" in n for n in r.notes)
         finally:
             self._configure()
-        return GeneralOutcome(len(questions), with_memory, memory_tokens, tokens, probed)
+        return GeneralOutcome(len(questions), with_memory, memory_tokens, tokens, probed,
+                              float(statistics.median(ms)) if ms else 0.0)
 
     def _configure(self, *, items: int | None = None, recent: bool | None = None, probe: bool | None = None,
                    mix: str | None = None) -> None:

@@ -129,13 +129,14 @@ class RetrievalConfig:
         corpus_recent_context: On such a turn, also append the user's turns
             of the recent window (what they just said in this session). Chosen
             by the same script.
-        memory_probe: A corpus-only turn whose message shows a sign of the
-            user's own situation (the gate saw a memory signal, such as "my",
-            "we" or an unresolved "him", but routed to the corpus) looks in
-            memory before the corpus: the memory fallback's small lookup and
-            usefulness check, run first. Memories that pass it are kept and
-            inform the corpus query as on a turn that searches both; otherwise
-            nothing changes. False: memory only after a weak corpus search.
+        memory_probe: A corpus-only turn looks in memory before the corpus:
+            the memory fallback's small lookup and usefulness check, run first
+            (an in-process lookup for a cached user; the query vector is the
+            one the corpus search uses). Memories that pass it are kept and
+            inform the corpus query as on a turn that searches both, so "how
+            long does the e-visa take?" finds the document for the user's own
+            passport; otherwise nothing changes. False: memory only after a
+            weak corpus search (the behaviour before).
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
