@@ -192,3 +192,32 @@ def test_the_dogs_surgery_finds_the_recovery_document(tmp_path: Path, st_embedde
         assert corpus_docs(before)[0] != "cruciate"
     finally:
         cr.close()
+
+
+# ----------------------------------------------------------------- usefulness thresholds
+def test_usefulness_thresholds_default_to_the_tuned_constants_and_are_validated() -> None:
+    from chatrecall.core._tuned import STRONG_CORPUS_SCORE, USEFUL_SCORE
+
+    cfg = RetrievalConfig()
+    assert (cfg.useful_score, cfg.strong_corpus_score) == (USEFUL_SCORE, STRONG_CORPUS_SCORE)
+    for name in ("useful_score", "strong_corpus_score"):
+        with pytest.raises(ConfigError, match=rf"{name}=1.5 is invalid: must be between 0 and 1"):
+            RetrievalConfig(**{name: 1.5})
+
+
+@pytest.mark.parametrize("strong", [0.0, 1.0])
+def test_a_strong_corpus_hit_is_judged_by_its_own_threshold(make_engine: Any, strong: float) -> None:
+    """A memory route whose small lookup was not useful tries the corpus: a passage at or above
+    ``strong_corpus_score`` replaces the set-aside memories, a weaker one does not (``useful_score`` at 1.0, so
+    no memory is ever useful and only the passage threshold decides)."""
+    eng = make_engine(retrieval=RetrievalConfig(useful_score=1.0, strong_corpus_score=strong))
+    _chat(eng)
+    res = eng.retrieve("recovery after cruciate ligament surgery in dogs: stairs, jumping?", user_id="jo",
+                       session_id="new", route="memory")
+    notes = " ".join(res.notes)
+    if strong == 0.0:
+        assert "dropped for a strong corpus hit" in notes, res.notes
+        assert not [i for i in res.items if i.source == "memory"]
+    else:
+        assert "the corpus found nothing strong: kept" in notes, res.notes
+        assert not [i for i in res.items if i.source == "corpus"]

@@ -29,7 +29,7 @@ import dataclasses
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,7 +154,7 @@ class ContextHarness:
 
     def run(self, *, items: int, recent: bool = False, route: str | None = "both",
             ask_in: str = "new", probe: bool | None = None, mix: str | None = None,
-            only: Sequence[str] | None = None) -> dict[str, list[Outcome]]:
+            only: Sequence[str] | None = None, overrides: Mapping[str, Any] | None = None) -> dict[str, list[Outcome]]:
         """Every scenario of every set under one configuration: set name -> outcomes in scenario order.
 
         Args:
@@ -167,11 +167,12 @@ class ContextHarness:
             mix: ``BudgetConfig.mix`` (None: the engine's default).
             only: Names of the sets whose scenarios are asked (None: every set; the others' documents stay
                 in the corpus).
+            overrides: Other ``RetrievalConfig`` fields for this run (``useful_score``...).
         """
         if ask_in not in ("new", "evidence"):
             raise ValueError(f"ask_in={ask_in!r}: use 'new' or 'evidence'")
         eng = self.engine
-        self._configure(items=items, recent=recent, probe=probe, mix=mix)
+        self._configure(items=items, recent=recent, probe=probe, mix=mix, overrides=overrides)
         self.clock.t = self._now
         out: dict[str, list[Outcome]] = {}
         try:
@@ -188,14 +189,14 @@ class ContextHarness:
         return out
 
     def run_general(self, questions: Sequence[str], *, probe: bool | None = None,
-                    mix: str | None = None) -> GeneralOutcome:
+                    mix: str | None = None, overrides: Mapping[str, Any] | None = None) -> GeneralOutcome:
         """General questions (no reference to the user) asked by the benchmark's users, in new sessions.
 
         Question ``j`` is asked by the ``j``-th user (round robin), whose history is about other things:
         every memory injected is a cost, not an answer. The engine's own constants otherwise.
         """
         users = [self.user(cs, sc) for cs in self.sets for sc in cs.scenarios]
-        self._configure(probe=probe, mix=mix)
+        self._configure(probe=probe, mix=mix, overrides=overrides)
         self.clock.t = self._now
         with_memory = memory_tokens = tokens = probed = 0
         ms: list[float] = []
@@ -215,13 +216,13 @@ class ContextHarness:
                               float(statistics.median(ms)) if ms else 0.0)
 
     def _configure(self, *, items: int | None = None, recent: bool | None = None, probe: bool | None = None,
-                   mix: str | None = None) -> None:
+                   mix: str | None = None, overrides: Mapping[str, Any] | None = None) -> None:
         """Set the engine's configs from the base ones (no argument: restore them)."""
         base = self.base_config
         self.engine.retrieval_config = dataclasses.replace(
             base, corpus_memory_items=base.corpus_memory_items if items is None else items,
             corpus_recent_context=base.corpus_recent_context if recent is None else recent,
-            memory_probe=base.memory_probe if probe is None else probe)
+            memory_probe=base.memory_probe if probe is None else probe, **dict(overrides or {}))
         self.engine.budget_config = dataclasses.replace(self.base_budget,
                                                         mix=self.base_budget.mix if mix is None else mix)
 
@@ -248,11 +249,11 @@ class ContextHarness:
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
-    """hit@1, hit@3, MRR, the share with a gold document injected and the share whose memory evidence reached
-    the prompt."""
+    """hit@1, hit@3, MRR, the share with a gold document injected, the share whose memory evidence reached
+    the prompt, and the share with both ("complete")."""
     n = len(outcomes)
     if not n:
-        return {"n": 0, "hit1": 0.0, "hit3": 0.0, "mrr": 0.0, "injected": 0.0, "memory": 0.0}
+        return {"n": 0, "hit1": 0.0, "hit3": 0.0, "mrr": 0.0, "injected": 0.0, "memory": 0.0, "complete": 0.0}
     return {
         "n": n,
         "hit1": sum(o.rank == 1 for o in outcomes) / n,
@@ -260,4 +261,5 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
         "mrr": sum(1.0 / o.rank for o in outcomes if o.rank) / n,
         "injected": sum(o.injected for o in outcomes) / n,
         "memory": sum(o.memory for o in outcomes) / n,
+        "complete": sum(o.injected and o.memory for o in outcomes) / n,
     }

@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from ._errors import ConfigError
-from ._tuned import CORPUS_MEMORY_ITEMS, CORPUS_RECENT_CONTEXT, HYBRID_WEIGHTS
+from ._tuned import CORPUS_MEMORY_ITEMS, CORPUS_RECENT_CONTEXT, HYBRID_WEIGHTS, STRONG_CORPUS_SCORE, USEFUL_SCORE
 
 __all__ = ["BudgetConfig", "PinConfig", "RetrievalConfig", "StoreLimits", "as_config"]
 
@@ -110,7 +110,15 @@ class RetrievalConfig:
             is skipped and recorded. It bounds lookups that may wait on the
             store; a cached user whose index is known fresh is searched in
             the calling thread, with no budget to bound.
-        useful_score: Final score at which a phase-1 hit counts as useful.
+        useful_score: Final score at which a memory found by the small lookup
+            (two-phase, fallback, probe) counts as useful. Chosen by
+            ``benchmarks/tune_usefulness.py``.
+        strong_corpus_score: Final score at which a corpus passage counts as
+            a strong hit (memories set aside by the small lookup are then
+            dropped, and a corpus-only turn does not fall back to memory).
+            Passage scores (0.8 x cosine, + 0.2 for an anchor) are on another
+            scale than fused memory scores, so it has its own value, chosen
+            by the same script.
         graph_depth: BFS depth of graph expansion.
         recent_turns: Size of the recent window (always available).
         recent_max_tokens: Token cap of the whole recent window.
@@ -146,7 +154,8 @@ class RetrievalConfig:
     top_k: int = 8
     phase1_top_k: int = 3
     phase1_timeout_ms: float = 250.0
-    useful_score: float = 0.45
+    useful_score: float = USEFUL_SCORE
+    strong_corpus_score: float = STRONG_CORPUS_SCORE
     graph_depth: int = 2
     recent_turns: int = 6
     recent_max_tokens: int = 600
@@ -169,6 +178,7 @@ class RetrievalConfig:
                "phase1_top_k", self.phase1_top_k, "must be an int from 2 to 4")
         _positive("phase1_timeout_ms", self.phase1_timeout_ms)
         _unit("useful_score", self.useful_score)
+        _unit("strong_corpus_score", self.strong_corpus_score)
         _check(isinstance(self.graph_depth, int) and 0 <= self.graph_depth <= 5,
                "graph_depth", self.graph_depth, "must be an int from 0 to 5")
         _check(isinstance(self.recent_turns, int) and 0 <= self.recent_turns <= 1000,

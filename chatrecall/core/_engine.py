@@ -1199,7 +1199,7 @@ class ChatRecall(_AsyncMixin):
         return qvec, "with memory context"
 
     def _strong_corpus(self, items: Sequence[ScoredItem]) -> bool:
-        return any(i.score >= self.retrieval_config.useful_score for i in items)
+        return any(i.score >= self.retrieval_config.strong_corpus_score for i in items)
 
     def _fallback_phase(self, run: _Run, gate: GateDecision) -> None:
         """The corpus found nothing strong for a corpus-only plan: look in memory before giving up.
