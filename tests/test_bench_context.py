@@ -90,3 +90,50 @@ def test_summarise() -> None:
     assert s["mrr"] == pytest.approx((1 + 1 / 3) / 3) and s["injected"] == pytest.approx(2 / 3)
     assert s["memory"] == pytest.approx(1 / 3)
     assert summarise([])["n"] == 0
+
+
+def _tune_usefulness(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import importlib.util
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("tune_usefulness", root / "benchmarks" / "tune_usefulness.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "tune_usefulness", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_usefulness_choice_keeps_the_general_cap_and_prefers_the_previous_values_on_ties(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatrecall._bench._context import GeneralOutcome
+
+    mod = _tune_usefulness(monkeypatch)
+    full, half = Outcome("a", "implied", 1, True, "both", True), Outcome("b", "implied", 1, True, "both", False)
+
+    def runs(rows: list[Outcome]) -> dict[str, dict[str, list[Outcome]]]:
+        return {m: {"set_a": rows} for m in mod.MODES}
+
+    grid = {(0.3, 0.35): runs([full, full]), (0.4, 0.35): runs([full, half]), mod.PREVIOUS: runs([full, half]),
+            (0.5, 0.5): runs([half, half])}
+    cheap, costly = GeneralOutcome(100, 5, 0, 0, 0), GeneralOutcome(100, 40, 0, 0, 0)
+    general = {c: costly if c == (0.3, 0.35) else cheap for c in grid}
+    assert mod.choose(grid, general, ["set_a"]) == mod.PREVIOUS  # (0.3, 0.35) is best but over the cap
+    general[(0.3, 0.35)] = cheap
+    assert mod.choose(grid, general, ["set_a"]) == (0.3, 0.35)
+
+
+def test_usefulness_tuner_rewrites_only_its_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = _tune_usefulness(monkeypatch)
+    src = mod.TUNED.read_text(encoding="utf-8")
+    target = tmp_path / "_tuned.py"
+    target.write_text(src, encoding="utf-8")
+    monkeypatch.setattr(mod, "TUNED", target)
+    mod.write_tuned((0.35, 0.5), "test", 80)
+    out = target.read_text(encoding="utf-8")
+    assert out.count("# BEGIN usefulness") == 1 and out.count("# END usefulness") == 1
+    assert out.split("# BEGIN usefulness")[0] == src.split("# BEGIN usefulness")[0]  # the other blocks untouched
+    ns: dict[str, object] = {}
+    exec(compile(out, str(target), "exec"), ns)
+    assert (ns["USEFUL_SCORE"], ns["STRONG_CORPUS_SCORE"]) == (0.35, 0.5)

@@ -418,9 +418,9 @@ def test_metrics_snapshot(cr: ChatRecall, clock: ManualClock) -> None:
     snap = cr.stats()
     c = snap["counters"]
     assert c["routes.gate.none"] == 1 and c["routes.gate.memory"] == 1
-    # the memory question searches memory; the corpus question searches memory only as a fallback,
-    # because the (hash-embedded) corpus finds nothing strong for it
-    assert c["fallbacks.memory"] == 1
+    # the memory question searches memory; the corpus question looks in memory first (the memory probe,
+    # which replaces the fallback after a weak corpus search)
+    assert c["probes.memory"] == 1 and "fallbacks.memory" not in c
     assert c["searches_run.memory"] == 2
     assert snap["histograms"]["latency_ms.total"]["count"] == 3
     assert snap["histograms"]["latency_ms.total"]["p95"] >= snap["histograms"]["latency_ms.total"]["p50"]

@@ -221,3 +221,15 @@ def test_a_strong_corpus_hit_is_judged_by_its_own_threshold(make_engine: Any, st
     else:
         assert "the corpus found nothing strong: kept" in notes, res.notes
         assert not [i for i in res.items if i.source == "corpus"]
+
+
+def test_without_the_probe_a_weak_corpus_search_falls_back_to_memory(make_engine: Any) -> None:
+    """The order before the probe, still there with ``memory_probe=False``: corpus first, then the same small
+    lookup when no passage is strong (``strong_corpus_score`` at 1.0: none ever is)."""
+    eng = make_engine(retrieval=RetrievalConfig(memory_probe=False, strong_corpus_score=1.0))
+    _chat(eng)
+    res = eng.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
+    assert any(n.startswith("corpus found nothing strong; memory useful") for n in res.notes), res.notes
+    assert any("cruciate" in i.text for i in res.items if i.source == "memory")
+    counters = eng.metrics.snapshot()["counters"]
+    assert counters.get("fallbacks.memory") == 1 and not counters.get("probes.memory")
