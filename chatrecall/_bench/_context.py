@@ -25,19 +25,20 @@ document's rank (hit@1, hit@3, MRR over the top ``k``), and whether a gold docum
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._common import CachingEmbedder, MutableClock, embed_cache_dir, make_chatrecall, real_embedder
 
-__all__ = ["DATA_DIR", "ContextHarness", "ContextScenario", "ContextSet", "GeneralOutcome", "Outcome", "load_context_set",
-           "summarise"]
+__all__ = ["DATA_DIR", "ContextHarness", "ContextScenario", "ContextSet", "GeneralOutcome", "Outcome", "blind_harness",
+           "general_questions", "load_context_set", "summarise"]
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "corpus_context"
 _DAY = 86400.0
@@ -246,6 +247,32 @@ class ContextHarness:
     def close(self) -> None:
         self.emb.save()
         self.engine.close()
+
+
+#: Held-out gate splits whose messages labelled corpus are the general questions (see ``run_general``).
+GENERAL_SPLITS = ("validation", "blind", "requests", "blind2", "blind3")
+
+
+def general_questions() -> list[str]:
+    """General questions: the held-out gate splits' messages labelled corpus (no reference to the user)."""
+    from ._routes import load_split
+
+    return [m.text for sp in GENERAL_SPLITS for m in load_split(sp) if m.route == "corpus"]
+
+
+@contextlib.contextmanager
+def blind_harness(sets: Sequence[ContextSet], files: Sequence[Path]) -> Iterator[tuple[ContextHarness, list[str]]]:
+    """A harness over ``sets`` and the held-out ``files`` (every file's documents in one store), closed on exit.
+
+    Yields:
+        The harness and the held-out sets' names (for ``run(only=...)``).
+    """
+    blind = [load_context_set(f) for f in files]
+    h = ContextHarness([*sets, *blind])
+    try:
+        yield h, [s.name for s in blind]
+    finally:
+        h.close()
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, float]:
