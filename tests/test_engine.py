@@ -404,6 +404,21 @@ def test_phase1_timeout_is_recorded_and_does_not_block(clock: ManualClock, closi
     assert cr.stats()["counters"]["phase1_timeouts"] == 1
 
 
+def test_the_memory_probe_keeps_the_phase1_budget(clock: ManualClock, closing: Closing) -> None:
+    """A corpus-only turn looks in memory first: a slow store must not hold it back past the phase-1 budget."""
+    store = SlowStore()
+    cr = closing(ChatRecall(store=store, embedder=HashEmbedder(), clock=clock,
+                            retrieval=RetrievalConfig(phase1_timeout_ms=50)))
+    cr.add("the cheese project uses Postgres", user_id="u", session_id="s")
+    cr.add_documents([{"id": "pg", "text": "How to tune Postgres connection pooling with PgBouncer."}])
+    store.delay = 1.0
+    res = cr.retrieve("how do I tune postgres connection pooling?", user_id="u")
+    assert res.gate.route.value == "corpus"
+    assert any("over its 50 ms budget" in n for n in res.notes), res.notes
+    assert res.timings_ms["memory"] < 900
+    assert cr.stats()["counters"]["probes.memory"] == 1
+
+
 def test_store_down_degrades_retrieve(cr: ChatRecall, clock: ManualClock) -> None:
     _seed(cr, clock)
     cr.store.fail_next = StoreUnavailableError("server down")  # type: ignore[attr-defined]

@@ -1219,12 +1219,14 @@ class ChatRecall(_AsyncMixin):
     def _probe_phase(self, run: _Run, gate: GateDecision) -> None:
         """A corpus-only turn: the memory fallback's lookup, before the corpus.
 
-        The same small lookup and usefulness check as :meth:`_fallback_phase`; memories that pass are kept
-        (and inform the corpus query), the others are reported as rejected, and the fallback does not run
-        again after the corpus.
+        The same small lookup and usefulness check as :meth:`_fallback_phase`, under the phase-1 latency
+        budget (``phase1_timeout_ms``: it runs before the corpus on every such turn, so a store that is slow
+        to load an uncached user must not hold the corpus answer back); memories that pass are kept (and
+        inform the corpus query), the others are reported as rejected, and the fallback does not run again
+        after the corpus.
         """
         self.metrics.incr("probes.memory")
-        items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=None)
+        items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=self.retrieval_config.phase1_timeout_ms)
         signs = ", ".join(dict.fromkeys(repr(r.match) for r in gate.reasons if r.weight > 0
                                         and r.category in _MEMORY_SIGNS))
         useful = self._useful(items, run.entities, gate, run.message)
