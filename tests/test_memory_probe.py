@@ -90,8 +90,8 @@ def test_a_corpus_question_about_the_user_probes_memory_before_the_corpus(
     sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
     notes = " ".join(res.notes)
-    assert "memory probed first; memory useful" in notes, res.notes
-    assert "signs of the user: 'him'" in notes  # the sign the gate saw is named
+    assert "memory looked at before the corpus (the message mentions 'him'" in notes, res.notes  # what the gate saw
+    assert ": useful (" in notes and "memory used" in notes
     mem = [i for i in res.items if i.source == "memory"]
     assert any("cruciate" in i.text for i in mem)
     assert res.route.value == "both"
@@ -114,7 +114,8 @@ def test_a_probe_that_finds_nothing_useful_changes_nothing(make_engine: Any, mon
                                            timestamp=T0 + 60)])
     sent = sent_vectors(eng, monkeypatch)
     res = eng.retrieve(FAKE_QUESTION, user_id="sam", session_id="new")
-    assert "memory probed first; nothing useful" in " ".join(res.notes), res.notes
+    assert any(n.startswith("memory looked at before the corpus") and n.endswith(": nothing useful")
+               for n in res.notes), res.notes
     assert not [i for i in res.items if i.source == "memory"]
     assert any(i.why == "probe: not useful" for i in res.rejected)
     np.testing.assert_allclose(sent[0], eng.embedder.embed_query(FAKE_QUESTION), atol=1e-6)
@@ -126,7 +127,7 @@ def test_no_probe_when_turned_off(make_engine: Any, monkeypatch: pytest.MonkeyPa
     _chat(off)
     sent = sent_vectors(off, monkeypatch)
     res = off.retrieve(FAKE_QUESTION, user_id="jo", session_id="new")
-    assert not any("probed" in n for n in res.notes)
+    assert not any("before the corpus" in n for n in res.notes)
     np.testing.assert_allclose(sent[0], off.embedder.embed_query(FAKE_QUESTION), atol=1e-6)
     assert not off.metrics.snapshot()["counters"].get("probes.memory")
 
@@ -140,7 +141,7 @@ def test_a_general_question_is_probed_too_and_gets_no_unrelated_memory(make_engi
     d = eng.gate.decide(general)
     assert d.route.value == "corpus" and d.memory_score == 0
     res = eng.retrieve(general, user_id="jo", session_id="new")
-    assert "corpus question (no sign of the user): memory probed first; nothing useful" in res.notes
+    assert "memory looked at before the corpus: nothing useful" in res.notes
     assert not [i for i in res.items if i.source == "memory"]
     assert eng.metrics.snapshot()["counters"].get("probes.memory") == 1
 
@@ -150,7 +151,7 @@ def test_a_forced_corpus_route_is_not_probed(make_engine: Any) -> None:
     _chat(eng)
     res = eng.retrieve(FAKE_QUESTION, user_id="jo", session_id="new", route="corpus")
     assert not [i for i in res.items if i.source == "memory"]
-    assert not any("probed" in n for n in res.notes)
+    assert not any("before the corpus" in n for n in res.notes)
 
 
 @pytest.mark.parametrize("mix", ["alternate", "score"])
@@ -183,7 +184,8 @@ def test_the_dogs_surgery_finds_the_recovery_document(tmp_path: Path, st_embedde
         _chat(cr)
         res = cr.retrieve(QUESTION, user_id="jo", session_id="new")
         assert res.gate.route.value == "corpus"
-        assert any("memory probed first; memory useful" in n for n in res.notes), res.notes
+        assert any(n.startswith("memory looked at before the corpus") and ": useful (" in n for n in res.notes), \
+            res.notes
         assert corpus_docs(res)[0] == "cruciate", [(i.why, i.text[:40]) for i in res.items]
         assert any("Biscuit had surgery" in i.text for i in res.items if i.source == "memory")
         # without the probe the corpus is searched with the message alone: the heat document wins

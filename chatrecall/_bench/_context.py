@@ -210,7 +210,7 @@ class ContextHarness:
                 with_memory += bool(mem)
                 memory_tokens += sum(i.tokens for i in mem)
                 tokens += r.tokens_used
-                probed += any("memory probed first" in n for n in r.notes)
+                probed += any(n.startswith("memory looked at before the corpus") for n in r.notes)
         finally:
             self._configure()
         return GeneralOutcome(len(questions), with_memory, memory_tokens, tokens, probed,

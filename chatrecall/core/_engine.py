@@ -1230,13 +1230,12 @@ class ChatRecall(_AsyncMixin):
         signs = ", ".join(dict.fromkeys(repr(r.match) for r in gate.reasons if r.weight > 0
                                         and r.category in _MEMORY_SIGNS))
         useful = self._useful(items, run.entities, gate, run.message)
-        head = f"corpus question ({'signs of the user: ' + signs if signs else 'no sign of the user'}): " \
-               "memory probed first; "
+        head = "memory looked at before the corpus" + (f" (the message mentions {signs})" if signs else "")
         if useful:
-            run.notes.append(head + f"memory useful ({useful}): memory used")
+            run.notes.append(f"{head}: useful ({useful}), memory used")
             run.memory_items = items
         else:
-            run.notes.append(head + "nothing useful")
+            run.notes.append(f"{head}: nothing useful")
             run.rejected.extend(dataclasses.replace(i, why="probe: not useful") for i in items)
 
     def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
