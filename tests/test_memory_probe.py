@@ -235,3 +235,34 @@ def test_without_the_probe_a_weak_corpus_search_falls_back_to_memory(make_engine
     assert any("cruciate" in i.text for i in res.items if i.source == "memory")
     counters = eng.metrics.snapshot()["counters"]
     assert counters.get("fallbacks.memory") == 1 and not counters.get("probes.memory")
+
+
+@pytest.mark.model
+def test_what_are_its_side_effects_finds_the_users_own_medicine(tmp_path: Path, st_embedder: Any) -> None:
+    """A known gap of earlier releases: "What are its side effects?" went to the corpus with the message alone."""
+    pytest.importorskip("chromadb")
+    from chatrecall.adapters.chroma import ChromaStore
+
+    chat = [("s1", "user", "rough week. my GP put me on sertraline 50mg for anxiety"),
+            ("s1", "assistant", "That's a common starting dose; give it a few weeks."),
+            ("s1", "user", "also the cat knocked my coffee over lol"), ("s1", "assistant", "Classic cat behaviour!"),
+            ("s2", "user", "what's a good podcast for running"), ("s2", "assistant", "Try 'Marathon Training Academy'.")]
+    docs = [{"id": "sertraline", "text": "Sertraline side effects: nausea, diarrhoea, trouble sleeping, dizziness and "
+                                         "sexual side effects are common in the first weeks; most ease within a month."},
+            {"id": "fluoxetine", "text": "Fluoxetine side effects: headache, nausea, insomnia and anxiety early in "
+                                         "treatment; it has a long half-life."},
+            {"id": "ibuprofen", "text": "Ibuprofen side effects: stomach pain, heartburn and, rarely, stomach "
+                                        "bleeding; take it with food."}]
+    cr = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    try:
+        cr.add_many([Turn(text=t, user_id="u", session_id=s, role=r, timestamp=T0 + i * 600)
+                     for i, (s, r, t) in enumerate(chat)])
+        cr.add_documents(docs)
+        res = cr.retrieve("What are its side effects?", user_id="u", session_id="new")
+        assert res.gate.route.value == "corpus"
+        assert corpus_docs(res)[0] == "sertraline", res.notes
+        assert any(i.source == "memory" for i in res.items)
+        cr.retrieval_config = RetrievalConfig(memory_probe=False)
+        assert corpus_docs(cr.retrieve("What are its side effects?", user_id="u", session_id="new"))[0] != "sertraline"
+    finally:
+        cr.close()
