@@ -19,7 +19,7 @@ Protocol (nothing chosen on the data it is reported on):
   values in the same run;
 * the final values are chosen the same way on all files and written into the ``usefulness`` block of
   ``chatrecall/core/_tuned.py`` (in-sample there); the blind files (``benchmarks/data/corpus_context_blind``)
-  are then measured once, in a second store holding every file's documents.
+  are then measured after the choice (never chosen on), in a second store holding every file's documents.
 
 Usage::
 
@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def measure_blind(files: Sequence[Path], sets: Sequence[Any], final: Config) -> dict[str, Any]:
-    """The blind files, measured once: every file's documents in one store, only the blind scenarios asked."""
+    """The blind files, measured after the choice: every file's documents in one store, only the blind scenarios asked."""
     if not files:
         return {}
     with blind_harness(sets, files) as (h, names):
@@ -204,7 +204,7 @@ def blind_markdown(blind: Mapping[str, Any]) -> list[str]:
     table = [{"system": f"{k} {blind['final'] if k == 'final' else PREVIOUS}", "n": str(r["n"]),
               "complete": f"{r['complete']:.3f}", "gold injected": f"{r['injected']:.3f}",
               "memory evidence": f"{r['memory']:.3f}", "hit@1": f"{r['hit1']:.3f}"} for k, r in blind["rows"].items()]
-    return [f"## Blind files ({', '.join(blind['files'])}): measured once, never chosen on", "",
+    return [f"## Blind files ({', '.join(blind['files'])}): measured after the choice, never chosen on", "",
             md_table(table, ["n", "complete", "gold injected", "memory evidence", "hit@1"], first="system"), ""]
 
 
