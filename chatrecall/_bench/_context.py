@@ -199,8 +199,9 @@ class ContextHarness:
         users = [self.user(cs, sc) for cs in self.sets for sc in cs.scenarios]
         self._configure(probe=probe, mix=mix, overrides=overrides)
         self.clock.t = self._now
-        with_memory = memory_tokens = tokens = probed = 0
+        with_memory = memory_tokens = tokens = 0
         ms: list[float] = []
+        probes_before = self.engine.metrics.snapshot()["counters"].get("probes.memory", 0)
         try:
             for j, q in enumerate(questions):
                 t = time.perf_counter()
@@ -210,9 +211,9 @@ class ContextHarness:
                 with_memory += bool(mem)
                 memory_tokens += sum(i.tokens for i in mem)
                 tokens += r.tokens_used
-                probed += any(n.startswith("memory looked at before the corpus") for n in r.notes)
         finally:
             self._configure()
+        probed = self.engine.metrics.snapshot()["counters"].get("probes.memory", 0) - probes_before
         return GeneralOutcome(len(questions), with_memory, memory_tokens, tokens, probed,
                               float(statistics.median(ms)) if ms else 0.0)
 

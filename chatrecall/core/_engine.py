@@ -1050,19 +1050,12 @@ class ChatRecall(_AsyncMixin):
         if route is Route.BOTH and not run.store_down and self._no_documents():
             route = Route.MEMORY
             run.notes.append("no corpus documents: 'both' searches memory only, as a memory route")
-        probe = route is Route.CORPUS and st is not None and self._probe_wanted(gate)
+        # Every corpus-only turn is probed, not only one that fired a memory pattern: "how long does the e-visa
+        # take?" fires none though the e-visa is the user's own (benchmarks/data/corpus_context_blind: memory
+        # evidence in the prompt +5 of 160, documents unchanged, general questions given a memory 6.8 -> 7.3 %).
+        probe = route is Route.CORPUS and st is not None and self.retrieval_config.memory_probe
         return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected,
                      probe=probe)
-
-    def _probe_wanted(self, gate: GateDecision) -> bool:
-        """Whether a corpus-only turn looks in memory first (``RetrievalConfig.memory_probe``).
-
-        Every such turn does: only the first of two versions measured on held-out data limited it to messages
-        on which a memory pattern fired, and "how long does the e-visa take?" fires none although "the e-visa"
-        is the user's own (benchmarks/data/corpus_context_blind: memory evidence in the prompt +5 of 160,
-        documents unchanged, general questions given a memory 6.8 -> 7.3 %).
-        """
-        return self.retrieval_config.memory_probe
 
     def _corpus_size(self) -> int:
         """Documents in the corpus: one count, cached until documents change. Raises StoreError."""
@@ -1208,13 +1201,9 @@ class ChatRecall(_AsyncMixin):
         question with no documents to answer it gets no unrelated memories.
         """
         self.metrics.incr("fallbacks.memory")
-        items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=None)
-        useful = self._useful(items, run.entities, gate, run.message)
+        useful = self._keep_useful(run, gate, timeout_ms=None, why="fallback: not useful")
         if useful:
             run.notes.append(f"corpus found nothing strong; memory useful ({useful}): memory used")
-            run.memory_items = items
-        else:
-            run.rejected.extend(dataclasses.replace(i, why="fallback: not useful") for i in items)
 
     def _probe_phase(self, run: _Run, gate: GateDecision) -> None:
         """A corpus-only turn: the memory fallback's lookup, before the corpus.
@@ -1222,21 +1211,26 @@ class ChatRecall(_AsyncMixin):
         The same small lookup and usefulness check as :meth:`_fallback_phase`, under the phase-1 latency
         budget (``phase1_timeout_ms``: it runs before the corpus on every such turn, so a store that is slow
         to load an uncached user must not hold the corpus answer back); memories that pass are kept (and
-        inform the corpus query), the others are reported as rejected, and the fallback does not run again
-        after the corpus.
+        inform the corpus query), and the fallback does not run again after the corpus.
         """
         self.metrics.incr("probes.memory")
-        items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=self.retrieval_config.phase1_timeout_ms)
+        useful = self._keep_useful(run, gate, timeout_ms=self.retrieval_config.phase1_timeout_ms,
+                                   why="probe: not useful")
         signs = ", ".join(dict.fromkeys(repr(r.match) for r in gate.reasons if r.weight > 0
                                         and r.category in _MEMORY_SIGNS))
-        useful = self._useful(items, run.entities, gate, run.message)
         head = "memory looked at before the corpus" + (f" (the message mentions {signs})" if signs else "")
+        run.notes.append(f"{head}: useful ({useful}), memory used" if useful else f"{head}: nothing useful")
+
+    def _keep_useful(self, run: _Run, gate: GateDecision, *, timeout_ms: float | None, why: str) -> str | None:
+        """The small lookup of the fallback and the probe: memories that pass the usefulness check become the
+        turn's memories, the others are rejected with ``why``. Returns the check's reason, or None."""
+        items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=timeout_ms)
+        useful = self._useful(items, run.entities, gate, run.message)
         if useful:
-            run.notes.append(f"{head}: useful ({useful}), memory used")
             run.memory_items = items
         else:
-            run.notes.append(f"{head}: nothing useful")
-            run.rejected.extend(dataclasses.replace(i, why="probe: not useful") for i in items)
+            run.rejected.extend(dataclasses.replace(i, why=why) for i in items)
+        return useful
 
     def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
         """Drop the set-aside phase-1 memories only for a strong corpus hit.
@@ -1281,7 +1275,7 @@ class ChatRecall(_AsyncMixin):
                             for i in weak)
         strong = [i for i in found if i.score >= cfg.min_score]
         sel = select_items(strong, budget=max(budget - fixed, 0), config=self.budget_config,
-                           diversity_threshold=cfg.diversity_threshold, in_order=self.budget_config.mix == "alternate")
+                           diversity_threshold=cfg.diversity_threshold, in_order=True)
         run.rejected.extend(sel.rejected)
         used = fixed + sel.tokens
         context = format_context(run.pins, run.recent, sel.selected)
