@@ -127,6 +127,11 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     # none, "What are its symptoms?" -> corpus), so it did not ship and they are held out instead (sets 37, 38)
     "blind3": (_REPO / "benchmarks" / "data" / "gate_messages_blind37.jsonl",
                _REPO / "benchmarks" / "data" / "gate_messages_blind38.jsonl"),
+    # two more independent writers (helpers who saw no code, no pattern and no other set), asked for the
+    # project's four routes in realistic proportions with their boundary cases; committed (cf6eeb4) before any
+    # run on them, their texts unread; never tuned on (sets 39 and 40)
+    "blind4": (_REPO / "benchmarks" / "data" / "gate_messages_blind39.jsonl",
+               _REPO / "benchmarks" / "data" / "gate_messages_blind40.jsonl"),
     # the 80 questions of the corpus-context benchmark (benchmarks/data/corpus_context: two writers who saw
     # no code), each about the user's own situation and needing a document, so labelled "both" (kind
     # "mixed"); scored as they were written; never tuned on
