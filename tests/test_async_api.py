@@ -190,6 +190,8 @@ def test_async_methods_match_sync_and_raise_our_errors() -> None:
             await cr.aadd("  ", user_id="u1", session_id="s1")
         with pytest.raises(NotFoundError):
             await cr.aunpin(pin.id, user_id="u1")
+        again = await cr.apin("Answer in German", user_id="u1")
+        assert await cr.aunpin(again) == again  # the Pin itself, as apin returned it
         rep = await cr.aforget("u1")
         assert rep.memories == 2
         with pytest.raises(NotFoundError):

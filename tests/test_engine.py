@@ -361,6 +361,20 @@ def test_unpin_of_other_users_pin_is_not_found(cr: ChatRecall) -> None:
     with pytest.raises(NotFoundError):
         cr.unpin(p.id, user_id="bob")
     assert cr.pins("alice") == [p]
+    with pytest.raises(NotFoundError):
+        cr.unpin(p, user_id="bob")  # the Pin itself is checked the same way
+
+
+def test_unpin_takes_the_pin_that_pin_returned(cr: ChatRecall) -> None:
+    # chat18: a new user wrote `p = cr.pin(...)` then `cr.unpin(p)`; it raised "pin_id must be a str"
+    keep = cr.pin("answer in metric units", user_id="u")
+    p = cr.pin("never suggest gluten", user_id="u")
+    assert cr.unpin(p).id == p.id
+    assert cr.pins("u") == [keep]
+    with pytest.raises(NotFoundError):
+        cr.unpin(p)  # already gone
+    with pytest.raises(InvalidInputError, match="pin_id"):
+        cr.unpin(42)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- forget

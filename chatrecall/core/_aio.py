@@ -191,8 +191,8 @@ class _AsyncMixin:
         """Async :meth:`ChatRecall.pin`: pin a standing constraint."""
         return await self._arun(self._sync().pin, text, user_id=user_id, session_id=session_id)
 
-    async def aunpin(self, pin_id: str, *, user_id: str | None = None) -> Pin:
-        """Async :meth:`ChatRecall.unpin`: remove a pin by id."""
+    async def aunpin(self, pin_id: str | Pin, *, user_id: str | None = None) -> Pin:
+        """Async :meth:`ChatRecall.unpin`: remove a pin by id (or the :class:`Pin` itself)."""
         return await self._arun(self._sync().unpin, pin_id, user_id=user_id)
 
     async def apins(self, user_id: str, session_id: str | None = None) -> list[Pin]:

@@ -520,12 +520,18 @@ class ChatRecall(_AsyncMixin):
             self.metrics.incr("pins_added")
             return pin
 
-    def unpin(self, pin_id: str, *, user_id: str | None = None) -> Pin:
-        """Remove a pin by id; returns it.
+    def unpin(self, pin_id: str | Pin, *, user_id: str | None = None) -> Pin:
+        """Remove a pin; returns it.
+
+        Args:
+            pin_id: The pin's id, or the :class:`Pin` that :meth:`pin` returned.
+            user_id: Only remove it if it is this user's.
 
         Raises:
             NotFoundError: No such pin (or it belongs to another user).
         """
+        if isinstance(pin_id, Pin):
+            pin_id = pin_id.id
         check_id("pin_id", pin_id, self.limits)
         batch = self.store.get(COLLECTION_PINS, ids=[pin_id])
         rec = batch.records[0] if batch.records else None
