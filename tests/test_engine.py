@@ -539,3 +539,24 @@ def test_both_without_documents_is_a_memory_route(engine: ChatRecall) -> None:
     res = engine.retrieve(msg, user_id="u", session_id="s2")
     assert not any("no corpus documents" in n for n in res.notes)
     assert len(res.items) > engine.retrieval_config.phase1_top_k, "with documents, 'both' takes the full top k"
+
+
+# ---------------------------------------------------------------- min_score on a memory route
+def test_a_memory_route_keeps_its_best_memory_under_min_score(make_engine: MakeEngine, clock: ManualClock) -> None:
+    # chat19: a new user's six memories all scored under min_score, and "which orchestrator do we use?" got
+    # nothing although the right memory ranked first. The route asked for memory: its best is kept.
+    cr = make_engine(clock=clock, retrieval=RetrievalConfig(min_score=0.99))
+    cr.add_many([Turn(text=t, user_id="sam", session_id="d1", timestamp=clock() + i)
+                 for i, t in enumerate(["our main pipeline runs on Airflow 2.9", "my dog Pixel is a border collie",
+                                        "lol pixel just ate a sock"])])
+    res = cr.retrieve("which pipeline orchestrator do we use?", user_id="sam", session_id="d2", route="memory")
+    assert len(res.items) == 1, res.explain()
+    best = max((i for i in (*res.items, *res.rejected) if i.source == "memory"), key=lambda i: i.score)
+    assert res.items[0].id == best.id
+    assert any("best memory kept under min_score" in n for n in res.notes)
+    assert all(i.source == "memory" and "min_score" in i.why for i in res.rejected if i.id != best.id
+               and i.why.startswith("score"))
+    # a route that does not ask for memory keeps nothing under min_score
+    cr.add_documents(["Airflow schedules DAGs of tasks."])
+    res = cr.retrieve("which pipeline orchestrator do we use?", user_id="sam", session_id="d2", route="corpus")
+    assert res.items == () and not any("best memory" in n for n in res.notes), res.explain()

@@ -272,3 +272,21 @@ def test_a_weak_document_never_replaces_the_memories_a_personal_question_asked_f
         assert any("La Marzocco" in i.text for i in res.items if i.source == "memory"), res.explain()
     finally:
         engine.close()
+
+
+def test_a_new_users_few_weak_memories_still_answer(tmp_path: Path, st_embedder: Any) -> None:
+    # chat19 (MCP, six memories): the right memory ranked first at 0.149, under min_score 0.15, and the
+    # memory route returned nothing. The route asked for memory: its best memory is kept.
+    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
+    try:
+        said = ["hey, I'm Sam, data engineer at a fintech in Dublin",
+                "our main pipeline runs on Airflow 2.9 with dbt for the transforms",
+                "my dog Pixel is a 3 year old border collie, very hyper",
+                "lol pixel just ate a sock"]
+        engine.add_many([Turn(text=t, user_id="sam", session_id="day1", role="user", timestamp=T0 + i * 60)
+                         for i, t in enumerate(said)])
+        res = engine.retrieve("which orchestrator do we use?", user_id="sam", session_id="day2")
+        assert res.route.wants_memory, res.explain()
+        assert res.items and "Airflow" in res.items[0].text, res.explain()
+    finally:
+        engine.close()

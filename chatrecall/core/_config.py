@@ -124,7 +124,9 @@ class RetrievalConfig:
         recent_max_tokens: Token cap of the whole recent window.
         recent_turn_max_tokens: Token cap of one turn in the window (longer
             turns, such as tool outputs, are truncated).
-        min_score: Final score under which a found item is not injected.
+        min_score: Final score under which a found item is not injected; on a
+            route that asks for memory, the best memory is kept even under it
+            (a new user's few memories score low on every question).
         diversity_threshold: Word-set Jaccard similarity at which a candidate
             counts as a near-duplicate of one already selected.
         corpus_memory_items: On a turn that searches memory and the corpus,

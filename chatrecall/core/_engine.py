@@ -1276,10 +1276,11 @@ class ChatRecall(_AsyncMixin):
             run.message, run.entities, plan.route, self.budget_config)
         fixed = sum(p.tokens for p in run.pins) + sum(r.tokens for r in run.recent)
         found = self._mix(run.memory_items[:run.k], run.corpus_items[:run.k])
-        weak = [i for i in found if i.score < cfg.min_score]
+        floor = self._floor_keeping_best_memory(run, plan, found)
+        weak = [i for i in found if i.score < cfg.min_score and i is not floor]
         run.rejected.extend(dataclasses.replace(i, why=f"score {i.score:.2f} < min_score {cfg.min_score}")
                             for i in weak)
-        strong = [i for i in found if i.score >= cfg.min_score]
+        strong = [i for i in found if i.score >= cfg.min_score or i is floor]
         sel = select_items(strong, budget=max(budget - fixed, 0), config=self.budget_config,
                            diversity_threshold=cfg.diversity_threshold, in_order=True)
         run.rejected.extend(sel.rejected)
@@ -1304,6 +1305,22 @@ class ChatRecall(_AsyncMixin):
             tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=run.timings, notes=tuple(run.notes),
             context=context,
         )
+
+    def _floor_keeping_best_memory(self, run: _Run, plan: _Plan, found: Sequence[ScoredItem]) -> ScoredItem | None:
+        """The best memory, when the route asked for memory and none reaches ``min_score``; else None.
+
+        A new user's few memories score low on every question ("which orchestrator do we use?" against
+        "our pipeline runs on Airflow 2.9": 0.149); the route asked for memory, so its best candidate is
+        kept rather than nothing.
+        """
+        if not plan.route.wants_memory:
+            return None
+        mem = [i for i in found if i.source == "memory"]
+        if not mem or any(i.score >= self.retrieval_config.min_score for i in mem):
+            return None
+        best = max(mem, key=lambda i: i.score)
+        run.notes.append(f"the best memory kept under min_score ({best.score:.3f}): the route asked for memory")
+        return best
 
     def _mix(self, memories: Sequence[ScoredItem], passages: Sequence[ScoredItem]) -> list[ScoredItem]:
         """The order in which memories and passages claim the budget (``BudgetConfig.mix``).
