@@ -150,7 +150,8 @@ def _engine(args: argparse.Namespace) -> ChatRecall:
     from ._connect import connect
 
     with console.status("opening the store…"):
-        return connect(path=args.path, url=args.url, namespace=args.namespace)
+        # one message at most per run: compiling every regex of the gate up front would cost more than it saves
+        return connect(path=args.path, url=args.url, namespace=args.namespace, warm=False)
 
 
 def _model_status(cr: ChatRecall) -> contextlib.AbstractContextManager[Any]:

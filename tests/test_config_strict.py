@@ -192,6 +192,24 @@ def test_connect_refuses_unknown_and_conflicting_arguments(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match="server_process='yes'"):
         chatrecall.connect(path=tmp_path / "y", server_process="yes")  # type: ignore[arg-type]
     assert not (tmp_path / "y").exists()
+    with pytest.raises(ConfigError, match="warm='no'"):
+        chatrecall.connect(path=tmp_path / "z", warm="no")  # type: ignore[arg-type]
+    assert not (tmp_path / "z").exists()
+
+
+def test_connect_warms_the_gate_in_the_background(tmp_path: Path) -> None:
+    # a new process's first messages paid ~280 ms of gate building and regex compiling (chat18, chat19)
+    import threading
+
+    cr = chatrecall.connect(path=tmp_path / "w")
+    try:
+        warming = [t for t in threading.enumerate() if t.name == "chatrecall-warm"]
+        for t in warming:
+            t.join(30)
+        assert cr.gate.warm() == 0, "every regex was compiled already"
+        assert cr.retrieve("hi there!", user_id="u").route.value == "none"
+    finally:
+        cr.close()
 
 
 @pytest.mark.server

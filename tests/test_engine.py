@@ -560,3 +560,26 @@ def test_a_memory_route_keeps_its_best_memory_under_min_score(make_engine: MakeE
     cr.add_documents(["Airflow schedules DAGs of tasks."])
     res = cr.retrieve("which pipeline orchestrator do we use?", user_id="sam", session_id="d2", route="corpus")
     assert res.items == () and not any("best memory" in n for n in res.notes), res.explain()
+
+
+# ---------------------------------------------------------------- the gate: shared, warmed
+def test_engines_with_the_default_gate_config_share_one_gate(make_engine: MakeEngine) -> None:
+    from chatrecall import GateConfig
+
+    a, b = make_engine(), make_engine()
+    assert a.gate is b.gate  # built once per process: about 0.25 s each before
+    custom = make_engine(gate=GateConfig(memory_threshold=0.7))
+    assert custom.gate is not a.gate and custom.gate.config.memory_threshold == 0.7
+    assert a.retrieve("thanks!", user_id="u").route is Route.NONE
+
+
+def test_warm_compiles_the_gate_now_or_in_the_background(make_engine: MakeEngine) -> None:
+    from chatrecall import GateConfig
+
+    cr = make_engine(gate=GateConfig(memory_threshold=0.61))  # its own gate, not yet built
+    t = cr.warm(background=True)
+    assert t is not None and t.daemon
+    t.join(30)
+    assert cr.gate.warm() == 0, "the background thread compiled every regex"
+    other = make_engine(gate=GateConfig(memory_threshold=0.62))
+    assert other.warm() is None and other.gate.warm() == 0
