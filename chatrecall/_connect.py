@@ -50,8 +50,9 @@ def connect(
     Every argument is checked here: a bad value raises :class:`ConfigError`
     naming it, and a server that does not answer raises
     :class:`StoreUnavailableError` naming its URL, instead of failing (or
-    silently returning nothing) on a later call. The embedding model is loaded
-    on the first embedding, so opening a store only to count or list is fast.
+    silently returning nothing) on a later call. Opening is fast: the embedding
+    model loads and the gate is built in a background thread (``warm``), or on
+    first use with ``warm=False``.
 
     Args:
         path: Directory of an embedded Chroma (default: ``$CHATRECALL_HOME/chroma``

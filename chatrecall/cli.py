@@ -546,6 +546,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
         embedder = SentenceTransformerEmbedder()
     cr = ChatRecall(store=ChromaStore(path=args.path, url=args.url, namespace=args.namespace), embedder=embedder)
+    cr.warm(background=True)  # a long-lived server: the model and the gate are ready before the first call
     try:
         serve(cr, user_id=args.user, auth_file=args.auth_file, http_port=args.http, host=args.host,
               session_id=args.session)

@@ -41,7 +41,9 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
     from chatrecall import _connect
     from chatrecall.adapters.chroma import ChromaStore
 
-    def connect(*, path: Any = None, url: Any = None, namespace: str = "chatrecall", **kw: Any) -> ChatRecall:
+    def connect(*, path: Any = None, url: Any = None, namespace: str = "chatrecall", warm: bool = True,
+                **kw: Any) -> ChatRecall:
+        assert warm is False, "the CLI routes one message at most per run: no background warm-up"
         return ChatRecall(store=ChromaStore(path=path, url=url, namespace=namespace), embedder=embedder, **kw)
 
     monkeypatch.setattr(_connect, "connect", connect)

@@ -207,7 +207,13 @@ def test_connect_warms_the_gate_in_the_background(tmp_path: Path) -> None:
         for t in warming:
             t.join(30)
         assert cr.gate.warm() == 0, "every regex was compiled already"
+        assert cr.embedder.loaded, "the model was loaded too"  # type: ignore[attr-defined]
         assert cr.retrieve("hi there!", user_id="u").route.value == "none"
+    finally:
+        cr.close()
+    cold = chatrecall.connect(path=tmp_path / "c", warm=False)
+    try:
+        assert not cold.embedder.loaded  # type: ignore[attr-defined]  # opening a store to list loads nothing
     finally:
         cr.close()
 
@@ -260,7 +266,7 @@ def test_connect_checks_configs_on_embedded_chroma_without_loading_the_model(tmp
         with pytest.raises(ConfigError, match=needle):
             chatrecall.connect(path=tmp_path / "bad", **kw)
     cr = chatrecall.connect(path=tmp_path / "ok", retrieval={"top_k": 3}, pins={"max_pins": 4},
-                            token_counter="gpt-4")
+                            token_counter="gpt-4", warm=False)  # warm=True would load it in the background
     assert cr.retrieval_config.top_k == 3 and cr.pin_config.max_pins == 4
     assert cr.token_counter.count("hello world") == 2
     assert cr.embedder.dim == 384 and cr.embedder.loaded is False  # type: ignore[attr-defined]

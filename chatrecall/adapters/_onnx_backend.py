@@ -385,6 +385,11 @@ class OnnxEncoder:
         """Export/load now instead of on the first call."""
         self._ensure()
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the query session is open (the first encoding, or :meth:`warm`, opens it)."""
+        return self._query is not None
+
     # ------------------------------------------------------------------ run
     def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
         m = mask[:, :, None].astype(np.float32)

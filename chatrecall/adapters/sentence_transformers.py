@@ -216,8 +216,15 @@ class SentenceTransformerEmbedder:
 
     @property
     def loaded(self) -> bool:
-        """Whether the model has been loaded (it is loaded on the first embedding)."""
-        return self._model is not None
+        """Whether the model has been loaded (it is loaded on the first embedding, or by :meth:`warm`)."""
+        fast = self._fast
+        return self._model is not None or (fast is not None and fast.loaded)
+
+    def warm(self) -> None:
+        """Load the model now (the ONNX sessions for queries and documents, or the PyTorch model), not on
+        the first embedding. Thread-safe: an embedding asked meanwhile waits for the same load."""
+        self._encode(["warm-up"], document=True)
+        self._encode(["warm-up"], document=False)
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.model_name!r}, dim={self._dim})"

@@ -1491,11 +1491,12 @@ class ChatRecall(_AsyncMixin):
         return g
 
     def warm(self, *, background: bool = False) -> threading.Thread | None:
-        """Build the gate and compile all its regexes now, not on the first messages.
+        """Build the gate, compile all its regexes and load the embedding model now, not on the first messages.
 
         A new gate takes about 0.25 s to build and compiles each word's regex the first time a message
-        needs it (a new process's first messages paid up to 280 ms). :func:`chatrecall.connect` calls
-        this in the background; the default gate is built once per process.
+        needs it, and the model loads on the first embedding (a new process's first turns paid about
+        0.3 s each). :func:`chatrecall.connect` calls this in the background; the default gate is built
+        once per process.
 
         Args:
             background: Do it in a daemon thread and return the thread (a message routed meanwhile
@@ -1505,12 +1506,18 @@ class ChatRecall(_AsyncMixin):
             t = threading.Thread(target=self._warm_quietly, name="chatrecall-warm", daemon=True)
             t.start()
             return t
-        self.gate.warm()
+        self._warm_now()
         return None
+
+    def _warm_now(self) -> None:
+        self.gate.warm()
+        warm = getattr(self.embedder, "warm", None)  # an Embedder may offer it (the bundled one does)
+        if callable(warm):
+            warm()
 
     def _warm_quietly(self) -> None:
         try:
-            self.gate.warm()
+            self._warm_now()
         except Exception as exc:  # a background warm-up must never break the app; the first message retries
             warnings.warn(f"chatrecall: background gate warm-up failed ({type(exc).__name__}: {exc})",
                           RuntimeWarning, stacklevel=1)
