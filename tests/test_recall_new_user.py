@@ -43,10 +43,24 @@ def _chat(cr: ChatRecall, user: str = "u1") -> None:
                  for i, (s, r, t) in enumerate(CHAT)])
 
 
+def _said(engine: ChatRecall, user: str, session: str, texts: list[str]) -> None:
+    """``user`` said ``texts`` in ``session``, a minute apart."""
+    engine.add_many([Turn(text=t, user_id=user, session_id=session, role="user", timestamp=T0 + i * 60)
+                     for i, t in enumerate(texts)])
+
+
 @pytest.fixture
 def cr(tmp_path: Path, st_embedder: Any) -> ChatRecall:
     engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
     _chat(engine)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def blank(tmp_path: Path, st_embedder: Any) -> ChatRecall:
+    """A new user's engine: real model, embedded Chroma, nothing stored yet."""
+    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
     yield engine
     engine.close()
 
@@ -205,8 +219,7 @@ def test_a_name_question_finds_whose_name_not_any_name(tmp_path: Path, st_embedd
     try:
         said = ["I run a small bakery called Crumb & Co", "my daughter Ines is 7 and allergic to sesame",
                 "hired a second baker, her name is Keely", "Keely works tue to sat, 6am to 2pm"]
-        engine.add_many([Turn(text=t, user_id="b", session_id="s1", role="user", timestamp=T0 + i * 60)
-                         for i, t in enumerate(said)])
+        _said(engine, "b", "s1", said)
         res = engine.retrieve("what's my daughter's name again", user_id="b", session_id="s2")
         assert res.route.wants_memory, res.explain()
         assert "Ines" in _texts(res)[0], res.explain()
@@ -253,40 +266,27 @@ def test_advice_about_the_users_own_pet_reads_memory_and_the_documents(nurse: Ch
     assert any("booster" in i.text for i in res.items if i.source == "corpus"), res.explain()
 
 
-def test_a_weak_document_never_replaces_the_memories_a_personal_question_asked_for(tmp_path: Path,
-                                                                                   st_embedder: Any) -> None:
+def test_a_weak_document_never_replaces_the_memories_a_personal_question_asked_for(blank: ChatRecall) -> None:
     # the small first lookup does not clearly answer (no anchor, one content word), so the corpus is tried;
     # it finds only a weak document, which must not push out the memory that answers
-    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
-    try:
-        engine.add_documents([{"title": "Espresso", "text": "If espresso runs fast and sour, grind finer; "
-                                                             "if it runs slow and bitter, grind coarser."}])
-        said = ["morning! I run a little cafe called Bean There in Bristol",
-                "our espresso machine is a La Marzocco Linea, bought second hand",
-                "my son Theo is 6, he's obsessed with dinosaurs",
-                "the supplier for our beans is Extract Coffee, order ref EC-55120"]
-        engine.add_many([Turn(text=t, user_id="jo", session_id="a", role="user", timestamp=T0 + i * 60)
-                         for i, t in enumerate(said)])
-        res = engine.retrieve("which machine do we have", user_id="jo", session_id="b")
-        assert res.route.wants_memory, res.explain()
-        assert any("La Marzocco" in i.text for i in res.items if i.source == "memory"), res.explain()
-    finally:
-        engine.close()
+    blank.add_documents([{"title": "Espresso", "text": "If espresso runs fast and sour, grind finer; "
+                                                        "if it runs slow and bitter, grind coarser."}])
+    _said(blank, "jo", "a", ["morning! I run a little cafe called Bean There in Bristol",
+                             "our espresso machine is a La Marzocco Linea, bought second hand",
+                             "my son Theo is 6, he's obsessed with dinosaurs",
+                             "the supplier for our beans is Extract Coffee, order ref EC-55120"])
+    res = blank.retrieve("which machine do we have", user_id="jo", session_id="b")
+    assert res.route.wants_memory, res.explain()
+    assert any("La Marzocco" in i.text for i in res.items if i.source == "memory"), res.explain()
 
 
-def test_a_new_users_few_weak_memories_still_answer(tmp_path: Path, st_embedder: Any) -> None:
+def test_a_new_users_few_weak_memories_still_answer(blank: ChatRecall) -> None:
     # chat19 (MCP, six memories): the right memory ranked first at 0.149, under min_score 0.15, and the
     # memory route returned nothing. The route asked for memory: its best memory is kept.
-    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
-    try:
-        said = ["hey, I'm Sam, data engineer at a fintech in Dublin",
-                "our main pipeline runs on Airflow 2.9 with dbt for the transforms",
-                "my dog Pixel is a 3 year old border collie, very hyper",
-                "lol pixel just ate a sock"]
-        engine.add_many([Turn(text=t, user_id="sam", session_id="day1", role="user", timestamp=T0 + i * 60)
-                         for i, t in enumerate(said)])
-        res = engine.retrieve("which orchestrator do we use?", user_id="sam", session_id="day2")
-        assert res.route.wants_memory, res.explain()
-        assert res.items and "Airflow" in res.items[0].text, res.explain()
-    finally:
-        engine.close()
+    _said(blank, "sam", "day1", ["hey, I'm Sam, data engineer at a fintech in Dublin",
+                                 "our main pipeline runs on Airflow 2.9 with dbt for the transforms",
+                                 "my dog Pixel is a 3 year old border collie, very hyper",
+                                 "lol pixel just ate a sock"])
+    res = blank.retrieve("which orchestrator do we use?", user_id="sam", session_id="day2")
+    assert res.route.wants_memory, res.explain()
+    assert res.items and "Airflow" in res.items[0].text, res.explain()
