@@ -69,9 +69,9 @@ def connect(
             while it writes, which stalls an asyncio event loop for tens of
             milliseconds per write; in a child process it cannot. For async
             apps on an embedded store (see ``docs/agents.md``).
-        warm: Build the retrieval gate in a background thread now (:meth:`ChatRecall.warm`), so the
-            first message is routed in microseconds instead of about 0.3 s. False for a short-lived
-            process that never routes a message (the CLI's ``stats``).
+        warm: Build the retrieval gate and load the embedding model in a background thread now
+            (:meth:`ChatRecall.warm`), so the first turns do not wait about 0.3 s each for them. False
+            for a short-lived process that only counts or lists (the CLI's ``stats``).
         **engine_kwargs: Passed to :class:`ChatRecall`: ``token_counter``,
             ``retrieval``, ``budget``, ``pins``, ``gate``, ``limits`` (config
             objects or dicts of their fields), ``entity_extractor``,

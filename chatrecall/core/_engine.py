@@ -1277,11 +1277,11 @@ class ChatRecall(_AsyncMixin):
             run.message, run.entities, plan.route, self.budget_config)
         fixed = sum(p.tokens for p in run.pins) + sum(r.tokens for r in run.recent)
         found = self._mix(run.memory_items[:run.k], run.corpus_items[:run.k])
-        floor = self._floor_keeping_best_memory(run, plan, found)
-        weak = [i for i in found if i.score < cfg.min_score and i is not floor]
+        kept = self._best_memory_under_min_score(run, plan, found)
+        weak = [i for i in found if i.score < cfg.min_score and i is not kept]
         run.rejected.extend(dataclasses.replace(i, why=f"score {i.score:.2f} < min_score {cfg.min_score}")
                             for i in weak)
-        strong = [i for i in found if i.score >= cfg.min_score or i is floor]
+        strong = [i for i in found if i.score >= cfg.min_score or i is kept]
         sel = select_items(strong, budget=max(budget - fixed, 0), config=self.budget_config,
                            diversity_threshold=cfg.diversity_threshold, in_order=True)
         run.rejected.extend(sel.rejected)
@@ -1307,7 +1307,7 @@ class ChatRecall(_AsyncMixin):
             context=context,
         )
 
-    def _floor_keeping_best_memory(self, run: _Run, plan: _Plan, found: Sequence[ScoredItem]) -> ScoredItem | None:
+    def _best_memory_under_min_score(self, run: _Run, plan: _Plan, found: Sequence[ScoredItem]) -> ScoredItem | None:
         """The best memory, when the route asked for memory and none reaches ``min_score``; else None.
 
         A new user's few memories score low on every question ("which orchestrator do we use?" against
@@ -1519,7 +1519,7 @@ class ChatRecall(_AsyncMixin):
         try:
             self._warm_now()
         except Exception as exc:  # a background warm-up must never break the app; the first message retries
-            warnings.warn(f"chatrecall: background gate warm-up failed ({type(exc).__name__}: {exc})",
+            warnings.warn(f"chatrecall: background warm-up failed ({type(exc).__name__}: {exc})",
                           RuntimeWarning, stacklevel=1)
 
     def close(self) -> None:
