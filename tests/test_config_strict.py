@@ -7,6 +7,7 @@ bundled model directory (the model itself is never loaded unless a test embeds).
 from __future__ import annotations
 
 import inspect
+import os
 import pydoc
 import socket
 import sys
@@ -287,3 +288,21 @@ def test_lazy_model_loads_on_first_embedding_without_progress_bars(tmp_path: Pat
     vec = emb.embed_query("hello")
     assert vec.shape == (384,) and emb.loaded is True
     assert "Loading weights" not in capfd.readouterr().err
+
+
+@pytest.mark.model
+def test_a_script_that_exits_while_the_model_loads_exits_cleanly(tmp_path: Path) -> None:
+    # a daemon warm-up thread killed inside ONNX Runtime / PyTorch native code aborted the process
+    # ("terminate called without an active exception", exit code 134; 1 run in 4 of such a script)
+    import subprocess
+
+    script = ("import sys, chatrecall\n"
+              "cr = chatrecall.connect(path=sys.argv[1])\n"
+              "print(cr.retrieve('hey', user_id='u').route.value)\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "ANONYMIZED_TELEMETRY": "False"}
+    for n in range(3):
+        p = subprocess.run([sys.executable, "-c", script, str(tmp_path / f"db{n}")], capture_output=True,
+                           text=True, env=env, timeout=300)
+        assert p.returncode == 0 and "terminate called" not in p.stderr, (p.returncode, p.stderr[-500:])
+        assert p.stdout.strip() == "none"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import dataclasses
 import hashlib
@@ -1504,16 +1505,19 @@ class ChatRecall(_AsyncMixin):
         """
         if background:
             t = threading.Thread(target=self._warm_quietly, name="chatrecall-warm", daemon=True)
+            _track_warm_thread(t)
             t.start()
             return t
         self._warm_now()
         return None
 
     def _warm_now(self) -> None:
-        self.gate.warm()
+        # in the order a first turn needs them: the gate, the model, then the rest of the gate's regexes
+        gate = self.gate
         warm = getattr(self.embedder, "warm", None)  # an Embedder may offer it (the bundled one does)
         if callable(warm):
             warm()
+        gate.warm()
 
     def _warm_quietly(self) -> None:
         try:
@@ -1536,6 +1540,30 @@ class ChatRecall(_AsyncMixin):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_WARMING: set[threading.Thread] = set()
+_WARMING_LOCK = threading.Lock()
+
+
+def _track_warm_thread(t: threading.Thread) -> None:
+    """Remember a warm-up thread, so that the interpreter's exit waits for it: a daemon thread killed while
+    it is inside ONNX Runtime or PyTorch native code aborts the process ("terminate called without an
+    active exception", exit code 134), seen in a script that exited while the model was loading."""
+    with _WARMING_LOCK:
+        _WARMING.difference_update([x for x in _WARMING if not x.is_alive()])
+        _WARMING.add(t)
+
+
+def _join_warm_threads(timeout_s: float = 120.0) -> None:
+    with _WARMING_LOCK:
+        threads = list(_WARMING)
+        _WARMING.clear()
+    for t in threads:
+        t.join(timeout_s)
+
+
+atexit.register(_join_warm_threads)  # runs before the interpreter stops daemon threads
 
 
 _DEFAULTS_LOCK = threading.Lock()
