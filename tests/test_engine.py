@@ -583,3 +583,17 @@ def test_warm_compiles_the_gate_now_or_in_the_background(make_engine: MakeEngine
     assert cr.gate.warm() == 0, "the background thread compiled every regex"
     other = make_engine(gate=GateConfig(memory_threshold=0.62))
     assert other.warm() is None and other.gate.warm() == 0
+
+
+def test_a_failing_background_warm_up_warns_and_breaks_nothing(make_engine: MakeEngine) -> None:
+    class BrokenWarm(HashEmbedder):
+        def warm(self) -> None:
+            raise OSError("model files unreadable")
+
+    cr = make_engine(embedder=BrokenWarm())
+    with pytest.warns(RuntimeWarning, match="background warm-up failed.*model files unreadable"):
+        t = cr.warm(background=True)
+        assert t is not None
+        t.join(30)
+    cr.add("we use Postgres for billing", user_id="u", session_id="s")
+    assert cr.retrieve("which database do we use for billing?", user_id="u").items
