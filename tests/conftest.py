@@ -245,6 +245,16 @@ def embedded_store(tmp_path: Path) -> Iterator[Any]:
 
 
 @pytest.fixture
+def real_engine(embedded_store: Any, st_embedder: Any) -> Iterator[ChatRecall]:
+    """A new user's engine on the real parts: the bundled model and a fresh embedded Chroma, closed at teardown."""
+    engine = ChatRecall(store=embedded_store, embedder=st_embedder)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.fixture
 def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any, str], dict[str, int]]:
     """Wrap ``obj.name`` so its calls are counted: ``calls = count_calls(store, "query"); calls["n"]``."""
 

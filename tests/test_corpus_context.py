@@ -7,7 +7,6 @@ class watch out for in the practical?" gets the document on the practical the me
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -142,25 +141,19 @@ def test_a_user_with_no_memories_gets_the_message_alone(make_engine: Any, monkey
 
 # ----------------------------------------------------------------- behaviour (real model, embedded Chroma)
 @pytest.mark.model
-def test_the_practical_the_memories_name_comes_first(tmp_path: Path, st_embedder: Any) -> None:
-    pytest.importorskip("chromadb")
-    from chatrecall.adapters.chroma import ChromaStore
-
-    cr = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
-    try:
-        _chat(cr)
-        res = cr.retrieve(QUESTION, user_id="ama", session_id="new")
-        assert res.gate.route.value == "both"
-        assert corpus_docs(res)[0] == "titration", [(i.why, i.text[:40]) for i in res.items]
-        assert any("titration" in i.text.lower() and i.source == "corpus" for i in res.items)
-        # asked at the end of the session that named it: that turn is in the recent window, not in memory
-        same = cr.retrieve(QUESTION, user_id="ama", session_id="s1")
-        assert any("titration" in i.text for i in same.recent)
-        assert corpus_docs(same)[0] == "titration", same.notes
-        # the message alone (the behaviour before) does not single it out: the tests can fail
-        cr.retrieval_config = RetrievalConfig(corpus_memory_items=0, corpus_recent_context=False)
-        for session in ("new", "s1"):
-            before = cr.retrieve(QUESTION, user_id="ama", session_id=session)
-            assert corpus_docs(before)[0] != "titration"
-    finally:
-        cr.close()
+def test_the_practical_the_memories_name_comes_first(real_engine: ChatRecall) -> None:
+    cr = real_engine
+    _chat(cr)
+    res = cr.retrieve(QUESTION, user_id="ama", session_id="new")
+    assert res.gate.route.value == "both"
+    assert corpus_docs(res)[0] == "titration", [(i.why, i.text[:40]) for i in res.items]
+    assert any("titration" in i.text.lower() and i.source == "corpus" for i in res.items)
+    # asked at the end of the session that named it: that turn is in the recent window, not in memory
+    same = cr.retrieve(QUESTION, user_id="ama", session_id="s1")
+    assert any("titration" in i.text for i in same.recent)
+    assert corpus_docs(same)[0] == "titration", same.notes
+    # the message alone (the behaviour before) does not single it out: the tests can fail
+    cr.retrieval_config = RetrievalConfig(corpus_memory_items=0, corpus_recent_context=False)
+    for session in ("new", "s1"):
+        before = cr.retrieve(QUESTION, user_id="ama", session_id=session)
+        assert corpus_docs(before)[0] != "titration"

@@ -12,7 +12,6 @@ the behaviour a user sees, and that it differs with the probe off (the test can 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -175,25 +174,19 @@ def test_memories_and_passages_take_turns_at_the_budget(make_engine: Any, mix: s
 
 # ----------------------------------------------------------------- behaviour (real model, embedded Chroma)
 @pytest.mark.model
-def test_the_dogs_surgery_finds_the_recovery_document(tmp_path: Path, st_embedder: Any) -> None:
-    pytest.importorskip("chromadb")
-    from chatrecall.adapters.chroma import ChromaStore
-
-    cr = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
-    try:
-        _chat(cr)
-        res = cr.retrieve(QUESTION, user_id="jo", session_id="new")
-        assert res.gate.route.value == "corpus"
-        assert any(n.startswith("memory looked at before the corpus") and ": useful (" in n for n in res.notes), \
-            res.notes
-        assert corpus_docs(res)[0] == "cruciate", [(i.why, i.text[:40]) for i in res.items]
-        assert any("Biscuit had surgery" in i.text for i in res.items if i.source == "memory")
-        # without the probe the corpus is searched with the message alone: the heat document wins
-        cr.retrieval_config = RetrievalConfig(memory_probe=False)
-        before = cr.retrieve(QUESTION, user_id="jo", session_id="new")
-        assert corpus_docs(before)[0] != "cruciate"
-    finally:
-        cr.close()
+def test_the_dogs_surgery_finds_the_recovery_document(real_engine: ChatRecall) -> None:
+    cr = real_engine
+    _chat(cr)
+    res = cr.retrieve(QUESTION, user_id="jo", session_id="new")
+    assert res.gate.route.value == "corpus"
+    assert any(n.startswith("memory looked at before the corpus") and ": useful (" in n for n in res.notes), \
+        res.notes
+    assert corpus_docs(res)[0] == "cruciate", [(i.why, i.text[:40]) for i in res.items]
+    assert any("Biscuit had surgery" in i.text for i in res.items if i.source == "memory")
+    # without the probe the corpus is searched with the message alone: the heat document wins
+    cr.retrieval_config = RetrievalConfig(memory_probe=False)
+    before = cr.retrieve(QUESTION, user_id="jo", session_id="new")
+    assert corpus_docs(before)[0] != "cruciate"
 
 
 # ----------------------------------------------------------------- usefulness thresholds
@@ -238,11 +231,8 @@ def test_without_the_probe_a_weak_corpus_search_falls_back_to_memory(make_engine
 
 
 @pytest.mark.model
-def test_what_are_its_side_effects_finds_the_users_own_medicine(tmp_path: Path, st_embedder: Any) -> None:
+def test_what_are_its_side_effects_finds_the_users_own_medicine(real_engine: ChatRecall) -> None:
     """A known gap of earlier releases: "What are its side effects?" went to the corpus with the message alone."""
-    pytest.importorskip("chromadb")
-    from chatrecall.adapters.chroma import ChromaStore
-
     chat = [("s1", "user", "rough week. my GP put me on sertraline 50mg for anxiety"),
             ("s1", "assistant", "That's a common starting dose; give it a few weeks."),
             ("s1", "user", "also the cat knocked my coffee over lol"), ("s1", "assistant", "Classic cat behaviour!"),
@@ -253,16 +243,13 @@ def test_what_are_its_side_effects_finds_the_users_own_medicine(tmp_path: Path, 
                                          "treatment; it has a long half-life."},
             {"id": "ibuprofen", "text": "Ibuprofen side effects: stomach pain, heartburn and, rarely, stomach "
                                         "bleeding; take it with food."}]
-    cr = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
-    try:
-        cr.add_many([Turn(text=t, user_id="u", session_id=s, role=r, timestamp=T0 + i * 600)
-                     for i, (s, r, t) in enumerate(chat)])
-        cr.add_documents(docs)
-        res = cr.retrieve("What are its side effects?", user_id="u", session_id="new")
-        assert res.gate.route.value == "corpus"
-        assert corpus_docs(res)[0] == "sertraline", res.notes
-        assert any(i.source == "memory" for i in res.items)
-        cr.retrieval_config = RetrievalConfig(memory_probe=False)
-        assert corpus_docs(cr.retrieve("What are its side effects?", user_id="u", session_id="new"))[0] != "sertraline"
-    finally:
-        cr.close()
+    cr = real_engine
+    cr.add_many([Turn(text=t, user_id="u", session_id=s, role=r, timestamp=T0 + i * 600)
+                 for i, (s, r, t) in enumerate(chat)])
+    cr.add_documents(docs)
+    res = cr.retrieve("What are its side effects?", user_id="u", session_id="new")
+    assert res.gate.route.value == "corpus"
+    assert corpus_docs(res)[0] == "sertraline", res.notes
+    assert any(i.source == "memory" for i in res.items)
+    cr.retrieval_config = RetrievalConfig(memory_probe=False)
+    assert corpus_docs(cr.retrieve("What are its side effects?", user_id="u", session_id="new"))[0] != "sertraline"

@@ -57,14 +57,6 @@ def cr(tmp_path: Path, st_embedder: Any) -> ChatRecall:
     engine.close()
 
 
-@pytest.fixture
-def blank(tmp_path: Path, st_embedder: Any) -> ChatRecall:
-    """A new user's engine: real model, embedded Chroma, nothing stored yet."""
-    engine = ChatRecall(store=ChromaStore(path=tmp_path / "chroma"), embedder=st_embedder)
-    yield engine
-    engine.close()
-
-
 def _texts(res: Any) -> list[str]:
     return [i.text for i in res.items]
 
@@ -266,27 +258,27 @@ def test_advice_about_the_users_own_pet_reads_memory_and_the_documents(nurse: Ch
     assert any("booster" in i.text for i in res.items if i.source == "corpus"), res.explain()
 
 
-def test_a_weak_document_never_replaces_the_memories_a_personal_question_asked_for(blank: ChatRecall) -> None:
+def test_a_weak_document_never_replaces_the_memories_a_personal_question_asked_for(real_engine: ChatRecall) -> None:
     # the small first lookup does not clearly answer (no anchor, one content word), so the corpus is tried;
     # it finds only a weak document, which must not push out the memory that answers
-    blank.add_documents([{"title": "Espresso", "text": "If espresso runs fast and sour, grind finer; "
+    real_engine.add_documents([{"title": "Espresso", "text": "If espresso runs fast and sour, grind finer; "
                                                         "if it runs slow and bitter, grind coarser."}])
-    _said(blank, "jo", "a", ["morning! I run a little cafe called Bean There in Bristol",
+    _said(real_engine, "jo", "a", ["morning! I run a little cafe called Bean There in Bristol",
                              "our espresso machine is a La Marzocco Linea, bought second hand",
                              "my son Theo is 6, he's obsessed with dinosaurs",
                              "the supplier for our beans is Extract Coffee, order ref EC-55120"])
-    res = blank.retrieve("which machine do we have", user_id="jo", session_id="b")
+    res = real_engine.retrieve("which machine do we have", user_id="jo", session_id="b")
     assert res.route.wants_memory, res.explain()
     assert any("La Marzocco" in i.text for i in res.items if i.source == "memory"), res.explain()
 
 
-def test_a_new_users_few_weak_memories_still_answer(blank: ChatRecall) -> None:
+def test_a_new_users_few_weak_memories_still_answer(real_engine: ChatRecall) -> None:
     # chat19 (MCP, six memories): the right memory ranked first at 0.149, under min_score 0.15, and the
     # memory route returned nothing. The route asked for memory: its best memory is kept.
-    _said(blank, "sam", "day1", ["hey, I'm Sam, data engineer at a fintech in Dublin",
+    _said(real_engine, "sam", "day1", ["hey, I'm Sam, data engineer at a fintech in Dublin",
                                  "our main pipeline runs on Airflow 2.9 with dbt for the transforms",
                                  "my dog Pixel is a 3 year old border collie, very hyper",
                                  "lol pixel just ate a sock"])
-    res = blank.retrieve("which orchestrator do we use?", user_id="sam", session_id="day2")
+    res = real_engine.retrieve("which orchestrator do we use?", user_id="sam", session_id="day2")
     assert res.route.wants_memory, res.explain()
     assert res.items and "Airflow" in res.items[0].text, res.explain()
