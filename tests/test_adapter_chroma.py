@@ -349,6 +349,21 @@ def test_rejects_a_collection_that_is_not_cosine(tmp_path: Path) -> None:
     store.close()
 
 
+def test_opening_collections_warns_nothing(tmp_path: Path) -> None:
+    # Reading the distance through ``collection.configuration`` made chromadb warn "legacy embedding
+    # function config" (DeprecationWarning) on every open; a user running with -W error could not connect.
+    import warnings
+
+    path = tmp_path / "db"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ChromaStore(path=path) as first:
+            first.upsert("memories", [rec("a")], unit(basis(0)))
+        with ChromaStore(path=path) as second:  # opens the existing collection
+            assert second.count("memories") == 1
+    assert [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)] == []
+
+
 def test_embedded_persists_across_reopen(tmp_path: Path) -> None:
     path = tmp_path / "db"
     records = [rec("a", entities=("x",), k="v"), rec("b", user="u2")]

@@ -810,7 +810,11 @@ class ChromaStore:
     def _check_space(self, name: str, col: Any) -> None:
         # A collection made by someone else with l2/ip would make 1 - distance meaningless.
         space = None
-        cfg = getattr(col, "configuration", None)
+        # The raw JSON first: ``configuration`` also rebuilds the collection's embedding function config, and
+        # chromadb >= 1.1 warns (DeprecationWarning, "legacy embedding function config") on every open.
+        cfg = getattr(col, "configuration_json", None)
+        if not isinstance(cfg, Mapping):
+            cfg = getattr(col, "configuration", None)
         if isinstance(cfg, Mapping):
             hnsw = cfg.get("hnsw")
             if isinstance(hnsw, Mapping):
