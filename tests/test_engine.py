@@ -238,6 +238,25 @@ def test_recent_window_is_token_capped(clock: ManualClock, make_engine: MakeEngi
     assert rec[-1].text == "what next?"
 
 
+def test_include_recent_false_leaves_the_window_out_of_context_and_of_the_memories(
+        clock: ManualClock, make_engine: MakeEngine) -> None:
+    # The caller sends its own history (an agent with a checkpointer): the window is not injected, and its
+    # turns must not come back as memories either.
+    cr = make_engine(clock=clock)
+    cr.add("our staging database is Postgres 15", user_id="u", session_id="old", timestamp=clock.t - 900)
+    cr.add("the staging database moved to Postgres 16 today", user_id="u", session_id="s", timestamp=clock.t - 30)
+    q = "remember which Postgres our staging database runs?"
+    shown = cr.retrieve(q, user_id="u", session_id="s")
+    assert [r.text for r in shown.recent] == ["the staging database moved to Postgres 16 today"]
+    assert "## Recent conversation" in shown.context
+    res = cr.retrieve(q, user_id="u", session_id="s", include_recent=False)
+    assert res.recent == () and "## Recent conversation" not in res.context
+    assert "moved to Postgres 16" not in res.context  # not a memory either: the caller already has it
+    assert [i.text for i in res.items] == ["our staging database is Postgres 15"]
+    assert res.tokens_used < shown.tokens_used
+    assert any("not injected" in n for n in res.notes)
+
+
 @pytest.mark.parametrize("strategy", list(Strategy))
 def test_each_strategy_returns_own_user_ranked_items(cr: ChatRecall, clock: ManualClock, strategy: Strategy) -> None:
     _seed(cr, clock)

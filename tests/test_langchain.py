@@ -384,6 +384,45 @@ def test_middleware_does_not_store_pin_commands(cr: ChatRecall) -> None:
     assert cr.count("u1", "s1") == 2
 
 
+def _checkpointed_chat(cr: ChatRecall) -> tuple[RecordingChatModel, Any]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    llm = model("Miso is a lovely name.", "Miso.")
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr, user_id="u1")], checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t1"}}
+    agent.invoke(user("I adopted a kitten today, I named her Miso"), cfg)
+    out = agent.invoke(user("what's my kitten called?"), cfg)
+    return llm, out
+
+
+def test_middleware_with_a_checkpointer_does_not_inject_the_thread_twice(cr: ChatRecall) -> None:
+    # With a checkpointer the agent already sends the thread's earlier turns; the recent window came on top.
+    llm, out = _checkpointed_chat(cr)
+    second = llm.calls[1]
+    assert [m.type for m in second] == ["system", "human", "ai", "human"]  # the checkpointer's history
+    system = llm.system_of(1)
+    assert "## Recent conversation" not in system
+    assert "I adopted a kitten today" not in system  # the thread's own turn is not a memory either
+    assert any("not injected" in n for n in out["chatrecall"]["notes"])
+    # without a checkpointer the thread's turns are not in the request: the recent window brings them
+    llm2 = model("Noted.", "Miso.")
+    agent = create_agent(llm2, middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="t2")])
+    agent.invoke(user("I adopted a kitten today, I named her Miso"))
+    agent.invoke(user("what's my kitten called?"))
+    assert [m.type for m in llm2.calls[1]] == ["system", "human"]
+    assert "## Recent conversation" in llm2.system_of(1) and "I named her Miso" in llm2.system_of(1)
+
+
+@pytest.mark.model
+def test_middleware_with_a_checkpointer_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    llm, out = _checkpointed_chat(real_cr)
+    system = llm.system_of(1)
+    assert "## Recent conversation" not in system and "I adopted a kitten today" not in system
+    assert [m.text for m in llm.calls[1] if m.type == "human"] == [
+        "I adopted a kitten today, I named her Miso", "what's my kitten called?"]
+    assert real_cr.count("u1", "t1") == 4
+
+
 @pytest.mark.model
 def test_middleware_real_chroma_and_model(real_cr: ChatRecall) -> None:
     llm = model(pin_call("Always answer in metric units"), "Pinned.", "Postgres, as agreed.")

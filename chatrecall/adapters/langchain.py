@@ -221,6 +221,24 @@ def _latest_human(messages: Sequence[Any]) -> tuple[int, str] | None:
     return None
 
 
+def _has_history(messages: Sequence[Any], before: int) -> bool:
+    """Whether a human or AI message precedes index ``before``: the caller sends the conversation itself."""
+    roles = ("user", "human", "assistant", "ai")
+    role: Any
+    for m in messages[:before]:
+        if isinstance(m, BaseMessage):
+            role = m.type
+        elif isinstance(m, Mapping):
+            role = m.get("role")
+        elif isinstance(m, tuple) and len(m) == 2:
+            role = m[0]
+        else:
+            continue
+        if role in roles:
+            return True
+    return False
+
+
 def _is_command(text: str) -> bool:
     try:
         return parse_pin_command(text) is not None
@@ -500,6 +518,9 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
     * ``wrap_model_call``: appends the context (pins first, then recent turns,
       memories and passages, already fitted to the token budget) to the system
       message of the model request. The agent's message history is not changed.
+      When that history already holds earlier turns (an agent with a
+      checkpointer), the session's recent window is not injected again; its
+      turns are still kept out of the memories found.
     * ``after_agent``: stores the human message and the final answer as turns
       (pin commands such as ``/pin ...`` are not stored).
 
@@ -570,7 +591,8 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
 
     # ------------------------------------------------------------------ recall
     def _recall(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
-        found = _latest_human(state.get("messages") or [])
+        messages = state.get("messages") or []
+        found = _latest_human(messages)
         if found is None or not found[1].strip():
             return None
         user_id, session_id = self._ids(runtime)
@@ -581,6 +603,8 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
             k=self.k,
             strategy=self.strategy,
             budget_tokens=self.budget_tokens,
+            # a checkpointer (or the caller) already gives the model the earlier turns: not injected twice
+            include_recent=not _has_history(messages, found[0]),
         )
         self.last_result = result
         return result_summary(result)

@@ -123,6 +123,7 @@ class _Run:
     store_down: bool = False
     pins: list[Pin] = dataclasses.field(default_factory=list)
     recent: tuple[ScoredItem, ...] = ()
+    inject_recent: bool = True
     entities: list[Entity] = dataclasses.field(default_factory=list)
     qvec: np.ndarray | None = None
     search: _Search | None = None
@@ -931,8 +932,11 @@ class ChatRecall(_AsyncMixin):
             strategy: Force a memory strategy (default: query classifier).
             route: Force a route instead of the gate's.
             budget_tokens: Override the token budget for this call.
-            include_recent: Inject the session's recent window (turn off when
-                the caller already sends its own message history).
+            include_recent: Inject the session's recent window. Turn it off
+                when the caller already sends its own message history (an
+                agent with a checkpointer): the window's turns are then still
+                left out of the memory search, and still inform a correction
+                and the corpus query, but are not put into the context twice.
 
         Backend failures never raise here: the result reports a degraded
         route in ``notes`` and carries whatever could be retrieved; a user
@@ -1007,8 +1011,12 @@ class ChatRecall(_AsyncMixin):
                 self.metrics.incr("degraded")
                 run.store_down = run.store_down or isinstance(exc, StoreUnavailableError)
                 run.pins = [p for p in (st.pins or []) if p.session_id in (None, run.session_id)]
-            if run.session_id is not None and include_recent:
+            if run.session_id is not None:
                 run.recent = self._recent(st, run.session_id)
+                run.inject_recent = include_recent
+                if run.recent and not include_recent:
+                    run.notes.append(f"recent window ({len(run.recent)} turns) not injected: the caller sends its "
+                                     "own history; those turns are still left out of the memory search")
         run.timings["state"] = (time.perf_counter() - t) * 1e3
 
     def _plan_route(self, run: _Run, gate: GateDecision, forced: Route | None) -> _Plan:
@@ -1276,7 +1284,8 @@ class ChatRecall(_AsyncMixin):
         t = time.perf_counter()
         budget = budget_tokens if budget_tokens is not None else budget_for(
             run.message, run.entities, plan.route, self.budget_config)
-        fixed = sum(p.tokens for p in run.pins) + sum(r.tokens for r in run.recent)
+        recent = run.recent if run.inject_recent else ()
+        fixed = sum(p.tokens for p in run.pins) + sum(r.tokens for r in recent)
         found = self._mix(run.memory_items[:run.k], run.corpus_items[:run.k])
         kept = self._best_memory_under_min_score(run, plan, found)
         weak = [i for i in found if i.score < cfg.min_score and i is not kept]
@@ -1287,7 +1296,7 @@ class ChatRecall(_AsyncMixin):
                            diversity_threshold=cfg.diversity_threshold, in_order=True)
         run.rejected.extend(sel.rejected)
         used = fixed + sel.tokens
-        context = format_context(run.pins, run.recent, sel.selected)
+        context = format_context(run.pins, recent, sel.selected)
         run.timings["select"] = (time.perf_counter() - t) * 1e3
         run.timings["total"] = (time.perf_counter() - run.t_start) * 1e3
 
@@ -1303,7 +1312,7 @@ class ChatRecall(_AsyncMixin):
         return RetrievalResult(
             message=run.message, gate=gate, route=final_route,
             strategy=search.strategy if search else None, query_type=search.query_type if search else None,
-            items=sel.selected, recent=run.recent, pins=tuple(run.pins), rejected=tuple(run.rejected),
+            items=sel.selected, recent=recent, pins=tuple(run.pins), rejected=tuple(run.rejected),
             tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=run.timings, notes=tuple(run.notes),
             context=context,
         )
