@@ -193,3 +193,30 @@ def test_nearest_codes_equal_the_full_histogram_cut() -> None:
         for m in (1, 50, 1000, 1500):
             if m <= dist.size:
                 assert np.array_equal(idx._nearest_codes(dist, m), reference(dist, m)), (dist.size, m)
+
+
+def test_bare_reactions_are_acknowledgements_that_answer_no_question() -> None:
+    idx = UserIndex(dim=4)
+    turns = [("user", "The plumber is coming on Thursday."), ("assistant", "Got it."),
+             ("user", "Did the plumber confirm?"), ("assistant", "Yes!"),
+             ("assistant", "Welcome back! 🙂"), ("assistant", "Noted: billing runs on Postgres."),
+             ("user", "haha ok, sounds good, thanks"), ("user", "ok twice")]
+    recs = [Record(id=f"r{i}", text=t, user_id="u", session_id="s", role=r, timestamp=1000.0 + i, seq=i)
+            for i, (r, t) in enumerate(turns)]
+    idx.add(recs, np.eye(4, dtype=np.float32)[[i % 4 for i in range(len(recs))]])
+    got = idx.bare_reactions(np.arange(len(recs))).tolist()
+    # "Yes!" answers the question before it (another speaker): it is the answer, not a bare reaction
+    assert got == [False, True, False, False, True, False, True, False]
+
+
+def test_non_answers_are_replies_that_open_by_not_knowing() -> None:
+    from chatrecall.core._index import _is_non_answer
+
+    assert _is_non_answer("I'm not sure, I don't think you've told me your tutor's name.", "assistant")
+    assert _is_non_answer("Sorry, I don’t have that information.", "assistant")
+    assert _is_non_answer("You haven't mentioned the plumber's name yet.", "assistant")
+    assert not _is_non_answer("I'm not sure about the time, but Dave said Monday 3 March.", "assistant")  # a fact
+    assert not _is_non_answer("I don't know why, but the deploy works now.", "assistant")
+    assert not _is_non_answer("I don't know what to cook tonight", "user")  # the user's own turn: content
+    assert not _is_non_answer("Your tutor is Lucia Ortega.", "assistant")
+    assert not _is_non_answer("I'm not sure " + "word " * 60, "assistant")  # a long reply says more

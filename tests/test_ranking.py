@@ -129,3 +129,39 @@ def test_tuner_rewrites_only_its_block(tmp_path: Path, monkeypatch: pytest.Monke
     assert ns["HYBRID_WEIGHTS"] == {"recency": 0.02, "relevance": 0.5, "keyword": 0.25, "entity": 0.02,
                                     "graph": 0.65}
     assert out.count("# BEGIN ranking") == 1 and out.count("# END ranking") == 1
+
+
+def test_a_bare_acknowledgement_gets_no_support_from_the_turn_it_acknowledges() -> None:
+    # "Got it." neighbours the best match; with neighbour support it outranked a later turn with content
+    turns = [("user", "the plumber Dave is coming on Thursday", "a"), ("assistant", "Got it.", "a"),
+             ("user", "change of plan: Dave now comes on Monday", "b"), ("assistant", "Did Dave say why?", "b"),
+             ("user", "Yes", "b")]
+    vecs = np.asarray([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.6, 0.8, 0.0], [0.0, 0.6, 0.8], [0.0, 0.0, 1.0]],
+                      dtype=np.float32)
+    idx = UserIndex(dim=3)
+    idx.add([Record(id=f"r{i}", text=t, user_id="u", session_id=s, role=r, timestamp=1000.0 + i, seq=i)
+             for i, (r, t, s) in enumerate(turns)], vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    ranking = rank_memories(idx, "when is the plumber coming", np.asarray([1.0, 0.0, 0.0], dtype=np.float32), [],
+                            strategy=None, k=5, now=2000.0, config=RetrievalConfig())
+    graph = dict(zip(ranking.positions.tolist(), ranking.components["graph"].tolist()))
+    scores = dict(zip(ranking.positions.tolist(), ranking.scores.tolist()))
+    assert graph.get(1, 0.0) == 0.0  # "Got it." keeps only its own score
+    assert scores[2] > scores.get(1, 0.0)  # the change of plan outranks the acknowledgement
+    assert graph[4] > 0.0  # "Yes" answers "Did Dave say why?": it keeps its support
+
+
+def test_the_question_asked_again_and_a_non_answer_are_not_returned() -> None:
+    turns = [("user", "my tutor is Lucia Ortega", "a"), ("assistant", "Lovely name.", "a"),
+             ("user", "who is my tutor?", "b"), ("assistant", "I'm not sure, you haven't told me.", "b"),
+             ("user", "who is my tutor?", "c"), ("assistant", "Your tutor is Lucia.", "c")]
+    vecs = np.asarray([[0.7, 0.7, 0.1], [0.0, 0.1, 1.0], [1.0, 0.0, 0.0], [0.9, 0.1, 0.3], [1.0, 0.0, 0.0],
+                       [0.6, 0.8, 0.0]], dtype=np.float32)
+    idx = UserIndex(dim=3)
+    idx.add([Record(id=f"r{i}", text=t, user_id="u", session_id=s, role=r, timestamp=1000.0 + i, seq=i)
+             for i, (r, t, s) in enumerate(turns)], vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    ranking = rank_memories(idx, "who is my tutor?", np.asarray([1.0, 0.0, 0.0], dtype=np.float32), [],
+                            strategy=None, k=5, now=2000.0, config=RetrievalConfig())
+    got = ranking.positions.tolist()
+    assert 2 not in got and 4 not in got  # the same question, asked before
+    assert 3 not in got  # "I'm not sure, you haven't told me."
+    assert got[:2] == [5, 0] or got[:2] == [0, 5]  # the answer (lent the question's support) and the fact

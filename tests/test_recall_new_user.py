@@ -282,3 +282,45 @@ def test_a_new_users_few_weak_memories_still_answer(real_engine: ChatRecall) -> 
     res = real_engine.retrieve("which orchestrator do we use?", user_id="sam", session_id="day2")
     assert res.route.wants_memory, res.explain()
     assert res.items and "Airflow" in res.items[0].text, res.explain()
+
+
+def test_a_later_change_of_plan_beats_the_acknowledgements_of_the_old_one(real_engine: ChatRecall) -> None:
+    # chat21 (LlamaIndex): "Got it." and "Noted." rode on the old plumber turn they acknowledge (graph support)
+    # and pushed the change of plan out of the three memories. A bare acknowledgement keeps only its own score.
+    day = 86400.0
+    old = [("user", "Our contractor is Marek Kowalski, he starts on the kitchen on 10 March."), ("assistant", "Noted."),
+           ("user", "The plumber, Dave Okafor, is coming on Thursday 27 February to move the kitchen radiator."),
+           ("assistant", "Got it."),
+           ("user", "For the bedroom we picked Farrow & Ball Pigeon, a lovely grey-green."), ("assistant", "Nice.")]
+    new = [("user", "Change of plan: Dave can't make Thursday, he's now coming on Monday 3 March."),
+           ("assistant", "OK!")]
+    real_engine.add_many([Turn(text=t, user_id="nina", session_id="a", role=r, timestamp=T0 + i * 60)
+                          for i, (r, t) in enumerate(old)])
+    real_engine.add_many([Turn(text=t, user_id="nina", session_id="b", role=r, timestamp=T0 + 7 * day + i * 60)
+                          for i, (r, t) in enumerate(new)])
+    res = real_engine.retrieve("when is the plumber coming?", user_id="nina", session_id="c")
+    texts = _texts(res)
+    assert any("Monday 3 March" in t for t in texts), res.explain()
+    assert not {"Got it.", "Noted.", "OK!", "Nice."} & set(texts), res.explain()
+
+
+@pytest.mark.parametrize("reply", ["Your tutor is Lucia Ortega; you meet on Tuesday evenings.",
+                                   "I'm not sure, I don't think you've told me your tutor's name."])
+def test_asking_again_brings_the_fact_not_the_earlier_question_or_a_non_answer(real_engine: ChatRecall,
+                                                                                reply: str) -> None:
+    # chat22 (LangChain): "who is my tutor?" brought back the earlier "who's my tutor again?" and the bot's
+    # reply to it; when that reply had said it did not know, it ranked first and the fact fell out of the top 3.
+    s1 = ["morning!", "Morning! How can I help?",
+          "I finally booked a Spanish tutor, her name is Lucia Ortega, we meet on Tuesday evenings.",
+          "Great, Tuesday lessons will help a lot!",
+          "My written DELE B2 exam is on March 14 and the oral exam is on March 9.", "Good luck, that's soon!",
+          "For the bakery I'm charging $9 for a sourdough loaf now, up from $8.", "Sounds fair."]
+    real_engine.add_many([Turn(text=t, user_id="maya", session_id="s1", role="user" if n % 2 == 0 else "assistant",
+                               timestamp=T0 + n) for n, t in enumerate(s1)])
+    real_engine.add_many([Turn(text="who's my tutor again?", user_id="maya", session_id="s2", timestamp=T0 + 4e5),
+                          Turn(text=reply, user_id="maya", session_id="s2", role="assistant", timestamp=T0 + 4e5 + 1)])
+    res = real_engine.retrieve("who is my tutor?", user_id="maya", session_id="s3")
+    texts = _texts(res)
+    assert any("Lucia Ortega, we meet" in t for t in texts), res.explain()
+    assert "who's my tutor again?" not in texts, res.explain()
+    assert not any("I'm not sure" in t for t in texts), res.explain()

@@ -51,6 +51,44 @@ _ERROR = re.compile(
     r"(?i:\berrno\b|\b(?:exit|status|error) code\s*-?\d+|\bHTTP\s*[45]\d\d\b|\b[45]\d\d (?:error|bad gateway|"
     r"not found)\b|\bsegmentation fault\b|\bpanic:|\bfailed with\b)"
 )
+def _word_file(name: str) -> frozenset[str]:
+    text = resources.files("chatrecall").joinpath(f"data/{name}").read_text(encoding="utf-8")
+    return frozenset(w for line in text.splitlines() for w in line.split("#", 1)[0].split())
+
+
+#: Words of a bare acknowledgement or reaction ("Got it.", "Welcome back!"): a turn with no other word but
+#: stopwords carries no content of its own (``chatrecall/data/acknowledgement_words.txt``).
+_ACK = _word_file("acknowledgement_words.txt")
+
+
+def _is_bare(text: str) -> bool:
+    """No word of ``text`` but stopwords and acknowledgement words ("Got it.", "haha ok", "🙂")."""
+    return all(w in _STOP or w in _ACK for w in _WORD.findall(text.casefold()))
+
+
+#: A reply that says it does not know ("I'm not sure, I don't think you've told me your tutor's name."): a chatbot
+#: that failed once would otherwise hand its non-answer back when the user asks again. Only at the start of a
+#: reply, and not when it goes on with "but" / "however" (a hedge before a fact).
+_NON_ANSWER = re.compile(
+    r"^\W*(?:(?:hmm+|sorry|unfortunately|apologies|i'?m afraid)\W+)?(?:i don'?t know|i do not know|i'?m not sure|"
+    r"i am not sure|i'?m not certain|i don'?t (?:have|recall|remember|see|think you'?ve)|i do not (?:have|recall)|"
+    r"i can'?t (?:recall|remember|find|see|tell)|i cannot (?:recall|remember|find|see|tell)|"
+    r"you haven'?t (?:told|mentioned|said|shared)|you didn'?t (?:tell|mention|say|share)|"
+    r"i have no (?:record|information|memory|idea|way)|there'?s no (?:record|mention))\b",
+    re.IGNORECASE,
+)
+_HEDGE_THEN_FACT = re.compile(r"\b(?:but|however|though|although)\b", re.IGNORECASE)
+
+
+def _is_non_answer(text: str, role: str) -> bool:
+    """A reply (not the user's turn) of at most 40 words that opens by saying it does not know."""
+    if role == "user":
+        return False
+    t = text.replace("\u2019", "'")
+    return (_NON_ANSWER.search(t) is not None and _HEDGE_THEN_FACT.search(t) is None
+            and len(t.split()) <= 40)
+
+
 #: A turn that asks something (a question, a request): when another speaker's turn follows, that turn answers it.
 _ASKS = re.compile(
     r"\?|^\s*(?:[^:\n]{1,40}:\s+)?(?:need|can you|could you|would you|should (?:i|we)|help me|any (?:idea|tips?|"
@@ -156,6 +194,8 @@ class UserIndex:
         self._time = np.zeros(0, dtype=bool)
         self._error = np.zeros(0, dtype=bool)
         self._asks = np.zeros(0, dtype=bool)
+        self._bare = np.zeros(0, dtype=bool)
+        self._noans = np.zeros(0, dtype=bool)
         self._rcode = np.zeros(0, dtype=np.int64)
         self._role_code: dict[str, int] = {}
         self._scode = np.zeros(0, dtype=np.int64)
@@ -210,6 +250,25 @@ class UserIndex:
         other = self._rcode[np.maximum(nxt, 0)] != self._rcode[p]
         return self._asks[p] & ok & other
 
+    def bare_reactions(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: the turn is a bare acknowledgement or reaction ("Got it.", "Welcome back!") that
+        does not answer a question (the previous turn of its session, by another speaker, asks nothing)."""
+        self._link()
+        p = np.asarray(positions, dtype=np.int64)
+        prev = self._prev[p]
+        ok = prev >= 0
+        q = np.maximum(prev, 0)
+        answers = ok & self._asks[q] & (self._rcode[q] != self._rcode[p])
+        return self._bare[p] & ~answers
+
+    def asks(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: the turn asks something (a question or a request)."""
+        return self._asks[np.asarray(positions, dtype=np.int64)]
+
+    def non_answers(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...")."""
+        return self._noans[np.asarray(positions, dtype=np.int64)]
+
     def next_positions(self, positions: np.ndarray) -> np.ndarray:
         """The next turn of each given position in its session (-1 for the last)."""
         self._link()
@@ -245,6 +304,8 @@ class UserIndex:
             self._time[p] = _TIME.search(rec.text) is not None
             self._error[p] = _ERROR.search(rec.text) is not None
             self._asks[p] = _ASKS.search(rec.text) is not None
+            self._bare[p] = _is_bare(rec.text)
+            self._noans[p] = _is_non_answer(rec.text, rec.role)
             self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
             terms = Counter(tokenize(rec.text))
@@ -282,6 +343,8 @@ class UserIndex:
         self._time = np.resize(self._time, new_cap)
         self._error = np.resize(self._error, new_cap)
         self._asks = np.resize(self._asks, new_cap)
+        self._bare = np.resize(self._bare, new_cap)
+        self._noans = np.resize(self._noans, new_cap)
         self._rcode = np.resize(self._rcode, new_cap)
         self._scode = np.resize(self._scode, new_cap)
         self._tok = np.resize(self._tok, new_cap)

@@ -305,9 +305,21 @@ def rank_memories(
         step = own + near * nb
         sess = idx.session_context(cand, step) / (b_total + near)
         comp["graph"] = np.minimum((1.0 - params.session_share) * nb + params.session_share * sess, 1.0)
+        # A bare acknowledgement ("Got it.", "Welcome back!") would ride on the turn it acknowledges and crowd
+        # out turns with content (a later change of plan lost to "Got it." in a new-user chat): it keeps only
+        # its own score. A bare reply to a question ("Yes!") keeps its support: it is the answer.
+        bare = idx.bare_reactions(cand) | idx.non_answers(cand)
+        if bare.any():
+            comp["graph"][bare] = 0.0
+            hops = np.where(bare, 0, hops)
         # report a hop only where the neighbour carried a real share of the score
         hops = np.where(near * nb >= 0.25 * (step + near * sess), hops, 0)
     final = own + graph_w * comp["graph"]
+    # Not returned (they lent their support above): a reply that says it does not know, and the user's
+    # question asked again (near-identical to the query: the user knows what they asked).
+    mute = idx.non_answers(cand) | (idx.asks(cand) & (cos >= _tuned.REPEATED_QUESTION_COS))
+    if mute.any():
+        final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
     order = topk(final, k + 5)

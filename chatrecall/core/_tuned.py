@@ -60,6 +60,12 @@ ERROR_FIT_SHARE = 0.3
 #: ranked "her name is Keely" above "my daughter Ines is 7" for "what's my daughter's name again";
 #: cross-validated ranking unchanged with it (LoCoMo R@10 0.787, LME 0.938 / 0.875; R@5 0.694 -> 0.693).
 ANSWER_TYPE_TERM_WEIGHT = 0.25
+#: Cosine to the query at or above which a stored turn that asks something is the same question asked again:
+#: it is not returned (the user knows what they asked), but still lends its support to its answer. By hand,
+#: from pairs measured with all-MiniLM-L6-v2 after two new-user chats got their own earlier question back:
+#: repeats 0.90-1.00 ("who is my tutor?" / "who's my tutor again?" 0.94), questions that carry a fact below
+#: ("is the plumber still coming on thursday?" 0.84). No benchmark haystack holds the questions asked of it.
+REPEATED_QUESTION_COS = 0.9
 # END hand-set ranking
 
 # BEGIN hand-set gate (not produced by a script; say why in each line)
