@@ -8,6 +8,7 @@ import datetime as _dt
 import json
 import re
 import sys
+import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -37,6 +38,7 @@ Commands that only read the store (stats, pins) never load the embedding model."
 _EPILOG = """\
 examples:
   chatrecall demo                                   sample conversation, decisions, scores
+  chatrecall prepare                                export the model once (deploy / Docker build step)
   chatrecall ingest turns.jsonl --user u1           store turns from a JSON / JSONL file
   chatrecall ask "what about that function?" --user u1
   chatrecall pins --user u1 --add "We use Postgres"
@@ -238,6 +240,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cr.close()
     console.print(f"see the stored data with: chatrecall stats --namespace {args.namespace} --user {user}",
                   highlight=False, soft_wrap=True)
+    return 0
+
+
+# ---------------------------------------------------------------- prepare
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    """Export the embedding model to ONNX (once per $CHATRECALL_HOME) and load it, and build the gate."""
+    from .adapters.sentence_transformers import SentenceTransformerEmbedder
+    from .core import Gate
+
+    embedder = SentenceTransformerEmbedder()
+    t = time.perf_counter()
+    with console.status("exporting / loading the embedding model (the first time: about 10 s)…"):
+        embedder.warm()
+    took = time.perf_counter() - t
+    files = embedder.model_files
+    size = sum(f.stat().st_size for f in files if f.exists()) / 1e6
+    where = ", ".join(str(f) for f in files) if files else "PyTorch (nothing exported)"
+    console.print(f"[green]embedding model ready[/] in {took:.1f} s: backend {embedder.backend}, {where}"
+                  + (f" ({size:.0f} MB)" if files else ""), highlight=False, soft_wrap=True)
+    t = time.perf_counter()
+    n = Gate().warm()
+    console.print(f"[green]gate ready[/] in {time.perf_counter() - t:.2f} s ({n} regexes compiled)", highlight=False)
     return 0
 
 
@@ -562,6 +587,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("demo", help="load a sample conversation and show decisions").set_defaults(func=cmd_demo)
+    sub.add_parser("prepare", help="export the embedding model to ONNX now (once; e.g. in a Docker build), then "
+                                   "load it").set_defaults(func=cmd_prepare)
 
     s = sub.add_parser("ingest", help="store turns from a JSON / JSONL file", epilog=_INGEST_EPILOG)
     s.add_argument("file", help="JSON or JSONL file of turns (formats below)")

@@ -260,7 +260,17 @@ def test_stats_lists_every_namespace(cli_hash: Run, tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_demo_runs_on_embedded_default(tmp_path: Path) -> None:
+def test_prepare_exports_once_then_the_demo_runs_on_embedded_default(tmp_path: Path) -> None:
+    # a new CHATRECALL_HOME: prepare exports the model (a deploy step), a second prepare and the demo reuse it
+    ready = run("prepare", home=tmp_path)
+    assert ready.returncode == 0, ready.stderr
+    assert "embedding model ready" in ready.stdout and "gate ready" in ready.stdout
+    graphs = sorted((tmp_path / "onnx").rglob("*.onnx"))
+    assert graphs and all(str(g) in ready.stdout.replace("\n", "") for g in graphs), ready.stdout
+    stamps = [g.stat().st_mtime_ns for g in graphs]
+    again = run("prepare", home=tmp_path)
+    assert again.returncode == 0 and sorted((tmp_path / "onnx").rglob("*.onnx")) == graphs
+    assert [g.stat().st_mtime_ns for g in graphs] == stamps, "exported once"
     out = run("demo", home=tmp_path)
     assert out.returncode == 0, out.stderr
     text = out.stdout

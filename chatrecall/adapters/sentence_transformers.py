@@ -240,6 +240,16 @@ class SentenceTransformerEmbedder:
         return self._model if self._model is not None else self._load()
 
     @property
+    def model_files(self) -> tuple[Path, ...]:
+        """The exported ONNX graphs in use (queries, then documents when they differ), once loaded; empty for
+        PyTorch or before the first embedding. They are cached under ``$CHATRECALL_HOME/onnx``."""
+        fast = self._fast
+        if fast is None or not fast.loaded:
+            return ()
+        files = [getattr(fast, "model_file", None), getattr(fast, "doc_model_file", None)]
+        return tuple(dict.fromkeys(Path(f) for f in files if f is not None))
+
+    @property
     def backend(self) -> str:
         """The backend in use: ``torch``, ``onnx``, ``onnx-int8`` or ``onnx-int8-query``."""
         return self._fast.name if self._fast is not None else "torch"
