@@ -31,6 +31,7 @@ from llama_index.core.memory import Memory  # noqa: E402
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import Document, MetadataMode, NodeWithScore, QueryBundle, TextNode  # noqa: E402
 from llama_index.core.tools import FunctionTool  # noqa: E402
+from pydantic import Field  # noqa: E402
 
 from chatrecall import ChatRecall, ConfigError, InvalidInputError, Turn  # noqa: E402
 from chatrecall.adapters.llamaindex import (  # noqa: E402
@@ -279,6 +280,42 @@ def test_condense_plus_context_chat_engine(cr: ChatRecall) -> None:
     engine.chat("And which database do we use?")
     assert [m.role.value for m in memory.get_all()] == ["user", "assistant", "user", "assistant"]
     assert cr.count("alice", "cpc") >= 3
+
+
+class _CountingLLM(MockLLM):
+    """MockLLM that counts its completions (the condense step is one)."""
+
+    calls: list[str] = Field(default_factory=list)
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        self.calls.append(prompt)
+        return super().complete(prompt, formatted=formatted, **kwargs)
+
+
+def _condense_plus_context(engine: ChatRecall, session: str) -> tuple[Any, _CountingLLM]:
+    llm = _CountingLLM(max_tokens=3)  # short replies: the echoed prompt stays out of the history
+    chat = CondensePlusContextChatEngine.from_defaults(
+        retriever=ChatRecallRetriever(engine, "alice", session_id=session),
+        memory=_memory(engine, session, recall=False), llm=llm)
+    return chat, llm
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_condense_plus_context_with_the_retriever_and_a_history_only_memory(
+        real: bool, request: pytest.FixtureRequest) -> None:
+    # chat21: with a recalling memory beside the retriever, every prompt held the pin and the memories twice,
+    # and the pins' system message made the engine condense even the first message
+    engine = request.getfixturevalue("real_cr" if real else "cr")
+    chat, llm = _condense_plus_context(engine, f"cpc-once-{real}")
+    chat.chat("Remember what broke with ECONNREFUSED?")
+    assert len(llm.calls) == 1, "nothing to condense on turn one: one call, the answer"
+    assert llm.calls[0].count(PIN) == 1 and llm.calls[0].count(ECONN) == 1, llm.calls[0]
+    chat.chat("And which database do we use for the import?")
+    assert len(llm.calls) == 3  # a condense step (there is history now), then the answer
+    assert llm.calls[-1].count(PIN) == 1, llm.calls[-1]
+    memory = chat._memory
+    assert [m.role.value for m in memory.get_all()] == ["user", "assistant", "user", "assistant"]
+    assert all(m.role.value != "system" for m in memory.get())  # history only
 
 
 def test_function_agent_uses_memory(cr: ChatRecall) -> None:

@@ -376,7 +376,19 @@ class ChatRecallMemory(BaseMemory):
             before the history; ``user``: they are prepended to (a copy of)
             the latest user message. Use ``user`` with ``ReActAgent``, which
             replaces a leading system message with its own prompt.
+        recall: ``True`` (default): ``get`` adds pins and recall. ``False``:
+            ``get`` returns the history only, for an engine that retrieves
+            on its own: with ``CondensePlusContextChatEngine`` and a
+            :class:`ChatRecallRetriever` (which brings pins and recall), a
+            recalling memory would put both into the prompt twice.
         last_result: The last :class:`RetrievalResult` (for explanations).
+
+    Example with an engine that has its own retriever::
+
+        chat = CondensePlusContextChatEngine.from_defaults(
+            retriever=ChatRecallRetriever(cr, user_id="u1", session_id="s1"),
+            memory=ChatRecallMemory.from_defaults(engine=cr, user_id="u1", session_id="s1", recall=False),
+            llm=llm)
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -389,6 +401,7 @@ class ChatRecallMemory(BaseMemory):
     budget_tokens: int | None = None
     store_roles: tuple[str, ...] = _DEFAULT_ROLES
     insert: str = "system"
+    recall: bool = True
     _messages: list[ChatMessage] = PrivateAttr(default_factory=list)
     _ids: list[str | None] = PrivateAttr(default_factory=list)
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
@@ -516,6 +529,8 @@ class ChatRecallMemory(BaseMemory):
         with self._lock:
             start = self._window(kwargs.get("initial_token_count", 0))
             history = self._messages[start:]
+            if not self.recall:
+                return list(history)
             visible = {i for i in self._ids[start:] if i is not None}
             query = _message_text(input) if input is not None else _last_user_text(self._messages)
             n_user = sum(1 for m in self._messages if _role(m) == MessageRole.USER.value)
