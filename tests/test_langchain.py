@@ -378,8 +378,9 @@ def test_middleware_does_not_store_pin_commands(cr: ChatRecall) -> None:
     handler = PinCallbackHandler(cr, user_id="u1")
     agent = create_agent(model("Pinned.", "Bonjour."), middleware=[ChatRecallMiddleware(cr, user_id="u1",
                                                                                          session_id="s1")])
-    agent.invoke(user("/pin Reply in French"), config={"callbacks": [handler]})
+    out = agent.invoke(user("/pin Reply in French"), config={"callbacks": [handler]})
     assert cr.count("u1", "s1") == 0 and [p.text for p in cr.pins("u1")] == ["Reply in French"]
+    assert out["chatrecall"] is None  # nothing recalled for a command (chat22: its words matched patterns)
     agent.invoke(user("Hello!"), config={"callbacks": [handler]})
     assert cr.count("u1", "s1") == 2
 

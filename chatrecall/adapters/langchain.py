@@ -522,7 +522,7 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
       checkpointer), the session's recent window is not injected again; its
       turns are still kept out of the memories found.
     * ``after_agent``: stores the human message and the final answer as turns
-      (pin commands such as ``/pin ...`` are not stored).
+      (pin commands such as ``/pin ...`` are neither recalled for nor stored).
 
     ``user_id`` / ``session_id`` are read per run from the runtime context
     (``agent.invoke(..., context={"user_id": "u1", "session_id": "s1"})``, a
@@ -593,8 +593,8 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
     def _recall(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
         messages = state.get("messages") or []
         found = _latest_human(messages)
-        if found is None or not found[1].strip():
-            return None
+        if found is None or not found[1].strip() or _is_command(found[1]):
+            return None  # nothing to recall for "/pin ...": the command is not conversation
         user_id, session_id = self._ids(runtime)
         result = self.engine.retrieve(
             found[1],
