@@ -225,6 +225,22 @@ def test_correction_forces_memory_pass_this_and_next_turn(cr: ChatRecall, clock:
     assert not any("correction" in n for n in third.notes)
 
 
+def test_a_correction_right_after_a_corpus_turn_searches_the_corpus_too(cr: ChatRecall, clock: ManualClock) -> None:
+    _seed(cr, clock)
+    cr.add_documents(["TriBridConfig configures the tri-bridge network layer and its failover policy."])
+    assert cr.retrieve("What does TriBridConfig do?", user_id="alice", session_id="s1").route is Route.CORPUS
+    fix = cr.retrieve("no, I meant the failover policy", user_id="alice", session_id="s1")
+    assert fix.gate.correction and fix.gate.route is Route.MEMORY
+    assert any("corpus searched too" in n for n in fix.notes) and "corpus" in fix.timings_ms
+    # only right after one: the same correction in a session whose last turn searched memory stays memory only
+    cr.retrieve("Remember that cheese project?", user_id="alice", session_id="s2")
+    mem = cr.retrieve("no, I meant the failover policy", user_id="alice", session_id="s2")
+    assert not any("corpus searched too" in n for n in mem.notes)
+    # and another session's corpus turn does not count
+    other = cr.retrieve("no, I meant the failover policy", user_id="alice", session_id="s3")
+    assert not any("corpus searched too" in n for n in other.notes)
+
+
 def test_recent_window_is_token_capped(clock: ManualClock, make_engine: MakeEngine) -> None:
     cr = make_engine(clock=clock, retrieval=RetrievalConfig(recent_turns=4, recent_turn_max_tokens=20,
                                                             recent_max_tokens=50))

@@ -324,3 +324,25 @@ def test_asking_again_brings_the_fact_not_the_earlier_question_or_a_non_answer(r
     assert any("Lucia Ortega, we meet" in t for t in texts), res.explain()
     assert "who's my tutor again?" not in texts, res.explain()
     assert not any("I'm not sure" in t for t in texts), res.explain()
+
+
+def test_a_correction_of_a_document_question_searches_the_documents_again(real_engine: ChatRecall) -> None:
+    # chat21 (LlamaIndex): "no, I meant the kitchen, not the bathroom" after a question the electrical document
+    # answered went to memory only ("Noted, £2,000 for the kitchen units." looked useful): no kitchen rule came.
+    real_engine.add_documents([
+        {"title": "Electrical safety in bathrooms",
+         "text": "In a bathroom, sockets must be at least 3 metres from the edge of the bath or shower."},
+        {"title": "Electrical safety in kitchens",
+         "text": "In a kitchen, keep sockets at least 30 cm horizontally from the sink and the hob."},
+        {"title": "Damp treatment", "text": "Treat black mould with a fungicidal wash and fix the source of damp."}])
+    _said(real_engine, "nina", "a", ["Our contractor is Marek Kowalski, he is doing the kitchen.",
+                                     "Noted, £2,000 for the kitchen units.", "my dog Biscuit hates the drill noise"])
+    first = real_engine.retrieve("what are the rules for sockets in the bathroom?", user_id="nina", session_id="b")
+    assert first.route.wants_corpus, first.explain()
+    res = real_engine.retrieve("no, I meant the kitchen, not the bathroom", user_id="nina", session_id="b")
+    assert res.gate.correction and res.route.wants_corpus, res.explain()
+    assert any("30 cm" in i.text for i in res.items if i.source == "corpus"), res.explain()
+    # a correction after a memory turn stays a memory turn
+    real_engine.retrieve("who is doing the kitchen?", user_id="nina", session_id="c")
+    again = real_engine.retrieve("no, I meant the bathroom", user_id="nina", session_id="c")
+    assert not any("corpus searched too" in n for n in again.notes), again.explain()

@@ -82,6 +82,8 @@ class _UserState:
     pins_loaded_at: float = 0.0
     synced_at: float = 0.0
     correction_pending: set[str] = dataclasses.field(default_factory=set)
+    #: Sessions whose last turn searched the corpus: a correction right after one searches it too.
+    corpus_last: set[str] = dataclasses.field(default_factory=set)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
     #: Shared store: memories-collection count at this user's last resync (None: never), and its time.
@@ -587,6 +589,7 @@ class ChatRecall(_AsyncMixin):
                 st.index.remove(gone)
                 st.pins = None
                 st.correction_pending.discard(session_id)
+                st.corpus_last.discard(session_id)
         if mem == 0 and pins == 0 and docs == 0:
             raise NotFoundError(
                 f"nothing stored for user {user_id!r}" + (f" in session {session_id!r}" if session_id else "")
@@ -1025,7 +1028,9 @@ class ChatRecall(_AsyncMixin):
         1. A route the caller forces is taken as is.
         2. A correction ("no, I meant...") searches memory on its own turn, and
            on the next turn of the session only when that turn continues it
-           (the gate found a memory signal in it, even a weak one).
+           (the gate found a memory signal in it, even a weak one). Right after
+           a turn that searched the corpus, a correction searches it too
+           ("no, I meant the kitchen" after a question on bathroom sockets).
         3. A corpus question naming an anchor the user's memories hold
            ("why did parse_notes() fail?") searches memory too.
         4. A corpus-only route falls back to memory when the corpus finds
@@ -1040,12 +1045,25 @@ class ChatRecall(_AsyncMixin):
         """
         route = gate.route
         st, sid = run.st, run.session_id
-        pending = False
+        pending = corpus_before = False
         if st is not None and sid is not None:
             pending = sid in st.correction_pending
+            corpus_before = sid in st.corpus_last
             st.correction_pending.discard(sid)
             if gate.correction:
                 st.correction_pending.add(sid)
+        plan = self._route_rules(run, gate, forced, route, pending, corpus_before)
+        if st is not None and sid is not None:
+            if plan.route.wants_corpus:
+                st.corpus_last.add(sid)
+            else:
+                st.corpus_last.discard(sid)
+        return plan
+
+    def _route_rules(self, run: _Run, gate: GateDecision, forced: Route | None, route: Route, pending: bool,
+                         corpus_before: bool) -> _Plan:
+        """The rules of :meth:`_plan_route`, given what the session's previous turns left pending."""
+        st = run.st
         if forced is not None:
             return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False)
         continues = any(r.weight > 0 and r.category in _CONTINUING for r in gate.reasons)
@@ -1054,6 +1072,10 @@ class ChatRecall(_AsyncMixin):
             if not route.wants_memory:
                 route = Route.BOTH if route is Route.CORPUS else Route.MEMORY
             run.notes.append("correction: memory pass forced" + (" (follow-up turn)" if not gate.correction else ""))
+            if gate.correction and corpus_before and not route.wants_corpus:
+                # "no, I meant the kitchen" after a question the documents answered: the documents again
+                route = Route.BOTH
+                run.notes.append("the corrected turn searched the documents: corpus searched too")
         elif pending:
             run.notes.append("correction pending, but this turn does not continue it: no memory pass forced")
         if route is Route.CORPUS and st is not None:
