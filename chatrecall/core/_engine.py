@@ -82,7 +82,7 @@ class _UserState:
     pins_loaded_at: float = 0.0
     synced_at: float = 0.0
     correction_pending: set[str] = dataclasses.field(default_factory=set)
-    #: Sessions whose last turn searched the corpus: a correction right after one searches it too.
+    #: Sessions whose last turn brought documents: a correction right after one searches the corpus too.
     corpus_last: set[str] = dataclasses.field(default_factory=set)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
@@ -992,7 +992,20 @@ class ChatRecall(_AsyncMixin):
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
-        return self._assemble(run, gate, plan, budget_tokens)
+        result = self._assemble(run, gate, plan, budget_tokens)
+        self._remember_documents_turn(run, result.route)
+        return result
+
+    @staticmethod
+    def _remember_documents_turn(run: _Run, taken: Route) -> None:
+        """Whether this turn brought documents, for a correction on the session's next turn."""
+        st, sid = run.st, run.session_id
+        if st is None or sid is None:
+            return
+        if taken.wants_corpus:
+            st.corpus_last.add(sid)
+        else:
+            st.corpus_last.discard(sid)
 
     # ---------------------------------------------------------------- retrieve steps
     def _state_step(self, run: _Run, include_recent: bool) -> None:
@@ -1029,7 +1042,7 @@ class ChatRecall(_AsyncMixin):
         2. A correction ("no, I meant...") searches memory on its own turn, and
            on the next turn of the session only when that turn continues it
            (the gate found a memory signal in it, even a weak one). Right after
-           a turn that searched the corpus, a correction searches it too
+           a turn that brought documents, a correction searches the corpus too
            ("no, I meant the kitchen" after a question on bathroom sockets).
         3. A corpus question naming an anchor the user's memories hold
            ("why did parse_notes() fail?") searches memory too.
@@ -1052,13 +1065,7 @@ class ChatRecall(_AsyncMixin):
             st.correction_pending.discard(sid)
             if gate.correction:
                 st.correction_pending.add(sid)
-        plan = self._route_rules(run, gate, forced, route, pending, corpus_before)
-        if st is not None and sid is not None:
-            if plan.route.wants_corpus:
-                st.corpus_last.add(sid)
-            else:
-                st.corpus_last.discard(sid)
-        return plan
+        return self._route_rules(run, gate, forced, route, pending, corpus_before)
 
     def _route_rules(self, run: _Run, gate: GateDecision, forced: Route | None, route: Route, pending: bool,
                          corpus_before: bool) -> _Plan:
@@ -1075,7 +1082,7 @@ class ChatRecall(_AsyncMixin):
             if gate.correction and corpus_before and not route.wants_corpus:
                 # "no, I meant the kitchen" after a question the documents answered: the documents again
                 route = Route.BOTH
-                run.notes.append("the corrected turn searched the documents: corpus searched too")
+                run.notes.append("the corrected turn brought documents: corpus searched too")
         elif pending:
             run.notes.append("correction pending, but this turn does not continue it: no memory pass forced")
         if route is Route.CORPUS and st is not None:
