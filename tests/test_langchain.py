@@ -380,7 +380,9 @@ def test_middleware_does_not_store_pin_commands(cr: ChatRecall) -> None:
                                                                                          session_id="s1")])
     out = agent.invoke(user("/pin Reply in French"), config={"callbacks": [handler]})
     assert cr.count("u1", "s1") == 0 and [p.text for p in cr.pins("u1")] == ["Reply in French"]
-    assert out["chatrecall"] is None  # nothing recalled for a command (chat22: its words matched patterns)
+    state = out["chatrecall"]  # nothing searched for a command (chat22: its words matched patterns)
+    assert state["route"] == "none" and not state["items"] and any("forced by the caller" in n
+                                                                   for n in state["notes"]), state
     agent.invoke(user("Hello!"), config={"callbacks": [handler]})
     assert cr.count("u1", "s1") == 2
 

@@ -79,6 +79,7 @@ from chatrecall.core import (  # noqa: E402
     PinCommandResult,
     Record,
     RetrievalResult,
+    Route,
     ScoredItem,
     Strategy,
     apply_pin_command,
@@ -593,8 +594,8 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
     def _recall(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
         messages = state.get("messages") or []
         found = _latest_human(messages)
-        if found is None or not found[1].strip() or _is_command(found[1]):
-            return None  # nothing to recall for "/pin ...": the command is not conversation
+        if found is None or not found[1].strip():
+            return None
         user_id, session_id = self._ids(runtime)
         result = self.engine.retrieve(
             found[1],
@@ -603,6 +604,8 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
             k=self.k,
             strategy=self.strategy,
             budget_tokens=self.budget_tokens,
+            # "/pin ..." is a command, not conversation: nothing is searched (pins and the window still come)
+            route=Route.NONE if _is_command(found[1]) else None,
             # a checkpointer (or the caller) already gives the model the earlier turns: not injected twice
             include_recent=not _has_history(messages, found[0]),
         )

@@ -1072,6 +1072,7 @@ class ChatRecall(_AsyncMixin):
         """The rules of :meth:`_plan_route`, given what the session's previous turns left pending."""
         st = run.st
         if forced is not None:
+            run.notes.append(f"route {forced.value} forced by the caller (the gate said {gate.route.value})")
             return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False)
         continues = any(r.weight > 0 and r.category in _CONTINUING for r in gate.reasons)
         corrected = gate.correction or (pending and continues)
