@@ -200,13 +200,15 @@ def test_bare_reactions_are_acknowledgements_that_answer_no_question() -> None:
     turns = [("user", "The plumber is coming on Thursday."), ("assistant", "Got it."),
              ("user", "Did the plumber confirm?"), ("assistant", "Yes!"),
              ("assistant", "Welcome back! 🙂"), ("assistant", "Noted: billing runs on Postgres."),
-             ("user", "haha ok, sounds good, thanks"), ("user", "ok twice")]
+             ("user", "haha ok, sounds good, thanks"), ("user", "ok twice"),
+             ("assistant", "Rice must be chilled within an hour. Anything else?"), ("user", "thanks!")]
     recs = [Record(id=f"r{i}", text=t, user_id="u", session_id="s", role=r, timestamp=1000.0 + i, seq=i)
             for i, (r, t) in enumerate(turns)]
     idx.add(recs, np.eye(4, dtype=np.float32)[[i % 4 for i in range(len(recs))]])
     got = idx.bare_reactions(np.arange(len(recs))).tolist()
-    # "Yes!" answers the question before it (another speaker): it is the answer, not a bare reaction
-    assert got == [False, True, False, False, True, False, True, False]
+    # "Yes!" answers the question before it (another speaker): it is the answer, not a bare reaction; "thanks!"
+    # after "Anything else?" answers nothing
+    assert got == [False, True, False, False, True, False, True, False, False, True]
 
 
 def test_non_answers_are_replies_that_open_by_not_knowing() -> None:

@@ -61,9 +61,22 @@ def _word_file(name: str) -> frozenset[str]:
 _ACK = _word_file("acknowledgement_words.txt")
 
 
+#: Words that answer a question on their own ("Yes!", "nope"): ``chatrecall/data/yes_no_words.txt``.
+_YES_NO = _word_file("yes_no_words.txt")
+
+
+def _bare_kind(text: str) -> int:
+    """0: the text has content; 1: a bare acknowledgement ("Got it.", "thanks!", "🙂"); 2: a bare yes / no
+    ("Yes!", "ok sure"), which answers a question asked just before it."""
+    words = _WORD.findall(text.casefold())
+    if not all(w in _STOP or w in _ACK or w in _YES_NO for w in words):
+        return 0
+    return 2 if any(w in _YES_NO for w in words) else 1
+
+
 def _is_bare(text: str) -> bool:
-    """No word of ``text`` but stopwords and acknowledgement words ("Got it.", "haha ok", "🙂")."""
-    return all(w in _STOP or w in _ACK for w in _WORD.findall(text.casefold()))
+    """No word of ``text`` but stopwords, acknowledgement and yes / no words ("Got it.", "haha ok", "🙂")."""
+    return _bare_kind(text) > 0
 
 
 #: A reply that says it does not know ("I'm not sure, I don't think you've told me your tutor's name."): a chatbot
@@ -194,7 +207,7 @@ class UserIndex:
         self._time = np.zeros(0, dtype=bool)
         self._error = np.zeros(0, dtype=bool)
         self._asks = np.zeros(0, dtype=bool)
-        self._bare = np.zeros(0, dtype=bool)
+        self._bare = np.zeros(0, dtype=np.int8)  # see _bare_kind
         self._noans = np.zeros(0, dtype=bool)
         self._rcode = np.zeros(0, dtype=np.int64)
         self._role_code: dict[str, int] = {}
@@ -251,15 +264,16 @@ class UserIndex:
         return self._asks[p] & ok & other
 
     def bare_reactions(self, positions: np.ndarray) -> np.ndarray:
-        """Per given position: the turn is a bare acknowledgement or reaction ("Got it.", "Welcome back!") that
-        does not answer a question (the previous turn of its session, by another speaker, asks nothing)."""
+        """Per given position: the turn is a bare acknowledgement or reaction ("Got it.", "Welcome back!",
+        "thanks!"), not a bare yes / no that answers the question before it (the previous turn of its session,
+        by another speaker, asks something: "Did Dave confirm?" / "Yes!")."""
         self._link()
         p = np.asarray(positions, dtype=np.int64)
         prev = self._prev[p]
         ok = prev >= 0
         q = np.maximum(prev, 0)
-        answers = ok & self._asks[q] & (self._rcode[q] != self._rcode[p])
-        return self._bare[p] & ~answers
+        answers = ok & self._asks[q] & (self._rcode[q] != self._rcode[p]) & (self._bare[p] == 2)
+        return (self._bare[p] > 0) & ~answers
 
     def asks(self, positions: np.ndarray) -> np.ndarray:
         """Per given position: the turn asks something (a question or a request)."""
@@ -304,7 +318,7 @@ class UserIndex:
             self._time[p] = _TIME.search(rec.text) is not None
             self._error[p] = _ERROR.search(rec.text) is not None
             self._asks[p] = _ASKS.search(rec.text) is not None
-            self._bare[p] = _is_bare(rec.text)
+            self._bare[p] = _bare_kind(rec.text)
             self._noans[p] = _is_non_answer(rec.text, rec.role)
             self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
