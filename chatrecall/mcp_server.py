@@ -188,11 +188,12 @@ def build_server(
         except ChatRecallError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(description="Store a message (a conversation turn) in the user's long-term memory.")
-    async def remember(text: str, ctx: Context, session_id: str | None = None) -> dict[str, Any]:
+    @server.tool(description="Store a message (a conversation turn) in the user's long-term memory. role: 'user' "
+                             "(default) for the user's message, 'assistant' for the assistant's own reply.")
+    async def remember(text: str, ctx: Context, session_id: str | None = None, role: str = "user") -> dict[str, Any]:
         sid = session_id or default_session
-        mid = await run(engine.aadd(text, user_id=caller(ctx), session_id=sid))
-        return {"id": mid, "session_id": sid}
+        mid = await run(engine.aadd(text, user_id=caller(ctx), session_id=sid, role=role))
+        return {"id": mid, "session_id": sid, "role": role}
 
     @server.tool(description="What the assistant should know to answer this message: decides whether memory is "
                              "needed (route and reasons), returns the items with scores and the context block.")

@@ -322,3 +322,24 @@ def test_ingest_ask_pins_stats(tmp_path: Path, cli: Run) -> None:
     code, out, _ = cli("--path", home, "stats", "--user", "u1")
     assert code == 0 and "3 memories" in out
     assert "routes.gate.memory" in out  # metrics saved by the last `ask`
+
+
+
+@pytest.mark.server
+def test_stats_of_a_server_store_shows_no_local_metrics(tmp_path: Path, cli_hash: Run, chroma_server: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # chat23: `stats --url` printed the metrics file of the last embedded `ask` as if it were the server's
+    monkeypatch.setenv("CHATRECALL_HOME", str(tmp_path / "home"))
+    code, _, _ = cli_hash("--path", str(tmp_path / "home" / "chroma"), "ask", "hello there", "--user", "u1")
+    assert code == 0
+    code, out, _ = cli_hash("--url", chroma_server, "--namespace", "stats_url_test", "stats")
+    assert code == 0 and "routes.gate" not in out and "saves none for a server store" in out
+
+
+def test_ask_times_the_gate_without_building_it(tmp_path: Path) -> None:
+    # chat23 saw "gate 400-1044 ms" on every `ask`: a new process compiled the gate's regexes inside the timed
+    # retrieve. A message that searches nothing loads no model, so this runs in a fresh process cheaply.
+    out = run("ask", "thanks!", "--user", "u1", "--json", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout[out.stdout.index("{"):])
+    assert res["route"] == "none" and res["timings_ms"]["gate"] < 20, res["timings_ms"]

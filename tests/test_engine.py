@@ -100,6 +100,7 @@ def test_entities_are_extracted_and_stored(cr: ChatRecall, clock: ManualClock) -
         ({"metadata": {"$or": 1}}, "$or"),
         ({"metadata": {"k": [1, 2]}}, "metadata['k']"),
         ({"timestamp": float("nan")}, "timestamp"),
+        ({"timestamp": "yesterday"}, "ISO 8601"),
     ],
 )
 def test_bad_input_names_the_value_and_stores_nothing(cr: ChatRecall, kwargs: dict, needle: str) -> None:
@@ -109,6 +110,17 @@ def test_bad_input_names_the_value_and_stores_nothing(cr: ChatRecall, kwargs: di
         cr.add(**args)
     assert needle in str(exc.value)
     assert cr.count("u") == 1
+
+
+def test_timestamps_may_be_iso_8601_strings_as_in_turns_files(cr: ChatRecall) -> None:
+    # a new-user chat fed add_many the dicts of its JSONL export: "timestamp": "2026-11-16T08:58:00Z" was refused
+    cr.add_many([{"text": "morning", "user_id": "u", "session_id": "s", "timestamp": "2026-11-16T08:58:00Z"},
+                 {"text": "naive is UTC", "user_id": "u", "session_id": "s", "timestamp": "2026-11-16T09:00:00"},
+                 {"text": "with an offset", "user_id": "u", "session_id": "s", "timestamp": "2026-11-16T10:00:00+01:00"}])
+    cr.add("one more", user_id="u", session_id="s", timestamp="2026-11-16T09:30:00Z")
+    got = {r.text: r.timestamp for r in cr.history("u", "s")}
+    assert got == {"morning": 1_794_819_480.0, "naive is UTC": 1_794_819_600.0, "with an offset": 1_794_819_600.0,
+                   "one more": 1_794_821_400.0}
 
 
 def test_batch_with_one_bad_turn_writes_nothing(cr: ChatRecall) -> None:

@@ -222,3 +222,16 @@ def test_non_answers_are_replies_that_open_by_not_knowing() -> None:
     assert not _is_non_answer("I don't know what to cook tonight", "user")  # the user's own turn: content
     assert not _is_non_answer("Your tutor is Lucia Ortega.", "assistant")
     assert not _is_non_answer("I'm not sure " + "word " * 60, "assistant")  # a long reply says more
+
+
+@pytest.mark.parametrize(("text", "shows"), [
+    ("we got ERR_PAYMENT_TIMEOUT 504 from the gateway", True), ("ERR_CONN_RESET again", True),
+    ("PERMISSION_DENIED on the bucket", True), ("got a DB_CONNECTION_TIMEOUT", True),
+    ("status 504 gateway timeout", True), ("ValueError: bad input", True), ("ECONNREFUSED", True),
+    ("we set MAX_RETRIES to 5", False), ("the API_KEY is rotated", False), ("deploy went fine", False),
+])
+def test_turns_that_show_an_error(text: str, shows: bool) -> None:
+    idx = UserIndex(dim=4)
+    idx.add([Record(id="r", text=text, user_id="u", session_id="s", role="user", timestamp=1.0)],
+            np.eye(4, dtype=np.float32)[:1])
+    assert bool(idx.has_error[0]) is shows

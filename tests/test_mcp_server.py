@@ -108,6 +108,10 @@ async def _conversation(client: Client) -> None:
         assert not {"user", "user_id"} & set(tool.input_schema.get("properties", {})), tool.name
     await _call(client, "remember", text="The billing service runs on Postgres 16.", session_id="last-week")
     await _call(client, "remember", text="The team offsite is in Annecy.", session_id="last-week")
+    # the assistant's own reply is stored as the assistant's (chat23: every reply was stored as the user's)
+    said = await _call(client, "remember", text="Noted, the offsite is in Annecy.", session_id="last-week",
+                       role="assistant")
+    assert said["role"] == "assistant"
     res = await _call(client, "recall", message=QUESTION, k=2)
     assert res["route"] == "memory" and res["reasons"]
     assert res["items"][0]["text"] == "The billing service runs on Postgres 16."
@@ -122,7 +126,9 @@ async def _conversation(client: Client) -> None:
     assert bad.is_error and "no pin with id 'pin-unknown'" in bad.content[0].text  # type: ignore[union-attr]
     bad = await client.call_tool("remember", {"text": "   "})
     assert bad.is_error and "must not be empty" in bad.content[0].text  # type: ignore[union-attr]
-    assert (await _call(client, "forget", session_id="last-week"))["memories"] == 2
+    bad = await client.call_tool("remember", {"text": "hi", "role": ""})
+    assert bad.is_error and "role" in bad.content[0].text  # type: ignore[union-attr]
+    assert (await _call(client, "forget", session_id="last-week"))["memories"] == 3
     assert (await _call(client, "recall", message=QUESTION))["items"] == []
 
 

@@ -165,3 +165,18 @@ def test_the_question_asked_again_and_a_non_answer_are_not_returned() -> None:
     assert 2 not in got and 4 not in got  # the same question, asked before
     assert 3 not in got  # "I'm not sure, you haven't told me."
     assert got[:2] == [5, 0] or got[:2] == [0, 5]  # the answer (lent the question's support) and the fact
+
+
+@pytest.mark.parametrize(("message", "searched"), [
+    ("no, I meant the prod incident, not staging", "no, I meant the prod incident,"),
+    ("no, I meant the kitchen, not the bathroom", "no, I meant the kitchen,"),
+    ("no I meant the return flight instead of the outbound one", "no I meant the return flight"),
+    ("actually I meant Lisbon and not Porto", "actually I meant Lisbon"),
+    ("no, I meant it's not working", "no, I meant it's not working"),  # a "not" inside a clause stays
+    ("not that one", "not that one"),  # nothing would be left
+    ("no, the blue one", "no, the blue one"),
+])
+def test_a_correction_searches_without_what_it_rules_out(message: str, searched: str) -> None:
+    from chatrecall.core._classifier import drop_negated
+
+    assert drop_negated(message) == searched

@@ -346,3 +346,42 @@ def test_a_correction_of_a_document_question_searches_the_documents_again(real_e
     real_engine.retrieve("who is doing the kitchen?", user_id="nina", session_id="c")
     again = real_engine.retrieve("no, I meant the bathroom", user_id="nina", session_id="c")
     assert not any("corpus searched too" in n for n in again.notes), again.explain()
+
+
+ONCALL = [  # chat23 (MCP + CLI): an on-call engineer's export, ISO timestamps as in a turns file
+    ("d1", "user", "morning", "2026-11-16T08:58:00Z"),
+    ("d1", "user", "sure. btw the staging db is pg-staging-02.internal, I keep forgetting that", "2026-11-16T09:04:00Z"),
+    ("d1", "assistant", "Noted: staging Postgres at pg-staging-02.internal.", "2026-11-16T09:04:08Z"),
+    ("d2", "user", "ugh, checkout load test on staging blew up, we got ERR_PAYMENT_TIMEOUT 504 from the gateway for "
+                   "about ten minutes", "2026-11-19T14:20:00Z"),
+    ("d2", "assistant", "A 504 from the gateway points at an upstream timeout. Did the acquirer sandbox slow down?",
+     "2026-11-19T14:20:12Z"),
+    ("d2", "user", "yeah probably. Priya Raman is our SRE lead, she wants the postmortem by friday",
+     "2026-11-19T14:25:00Z"),
+    ("d3", "user", "rough night. prod incident INC-4471: the ledger writer threw ERR_LEDGER_LOCK 409 for 25 minutes "
+                   "and refunds queued up", "2026-11-23T22:41:00Z"),
+    ("d3", "user", "also heads up, the staging db moved to pg-staging-05.internal last week, the old 02 box is "
+                   "decommissioned", "2026-11-23T22:45:00Z"),
+    ("d3", "assistant", "Updated: staging Postgres is now pg-staging-05.internal.", "2026-11-23T22:45:06Z"),
+]
+
+
+@pytest.fixture
+def oncall(real_engine: ChatRecall) -> ChatRecall:
+    real_engine.add_many([{"text": t, "user_id": "dana", "session_id": s, "role": r, "timestamp": ts}
+                          for s, r, t, ts in ONCALL])
+    return real_engine
+
+
+def test_an_error_question_finds_the_turn_with_the_error_code(oncall: ChatRecall) -> None:
+    # chat23: "ERR_PAYMENT_TIMEOUT 504" was not recognised as an error, and the staging-host turns filled the top 3
+    res = oncall.retrieve("what was the error on staging?", user_id="dana", session_id="d4")
+    assert res.items and "ERR_PAYMENT_TIMEOUT" in res.items[0].text, res.explain()
+
+
+def test_a_correction_does_not_search_for_what_it_rules_out(oncall: ChatRecall) -> None:
+    # chat23: "no, I meant the prod incident, not staging" brought the staging turns ("staging" matched)
+    oncall.retrieve("what was the error on staging?", user_id="dana", session_id="d4")
+    res = oncall.retrieve("no, I meant the prod incident, not staging", user_id="dana", session_id="d4")
+    assert res.items and "INC-4471" in res.items[0].text, res.explain()
+    assert any("searching for 'no, I meant the prod incident,'" in n for n in res.notes), res.notes

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "TimeCue", "classify_query", "time_cue"]
+__all__ = ["STRATEGY_FOR", "TimeCue", "classify_query", "drop_negated", "time_cue"]
 
 _RECENT = re.compile(
     r"\b(just now|a moment ago|a minute ago|last (?:thing|message|answer|one)|you just|i just|"
@@ -181,3 +181,29 @@ def time_cue(message: str, entities: Sequence[Entity], now: float, *, extended: 
             window = _weekday_window(m.group(1), now)
         asks_error = bool(_ASKS_ERROR.search(message))
     return TimeCue(asks_when=asks_when, window=window, asks_error=asks_error)
+
+
+# ----------------------------------------------------------------- corrections
+#: The part a correction rules out: "no, I meant the kitchen, not the bathroom", "the prod incident instead of
+#: staging", "not staging, prod". Only a "not" that opens a clause (after a comma, "but", "and" or at the start) and
+#: runs to the clause's end, so "no, I meant it's not working" keeps its "not".
+_NEGATED = re.compile(
+    r"(?:^|(?<=[,;:])|\b(?:but|and)\b)\s*(?:not|rather than|instead of)\s+"
+    r"(?:the |a |an |my |our |that |this )?[\w'’-]+(?:\s+[\w'’-]+){0,3}\s*(?=[,.;:!?]|$)"
+    r"|\b(?:rather than|instead of)\s+(?:the |a |an |my |our |that |this )?[\w'’-]+(?:\s+[\w'’-]+){0,3}"
+    r"\s*(?=[,.;:!?]|$)",
+    re.I,
+)
+
+
+def drop_negated(message: str) -> str:
+    """``message`` without the part a correction rules out, for searching: "no, I meant the prod incident, not
+    staging" searches for the prod incident, not for staging. The message itself when nothing is ruled out or
+    nothing would be left.
+
+    Example:
+        >>> drop_negated("no, I meant the kitchen, not the bathroom")
+        'no, I meant the kitchen,'
+    """
+    out = _NEGATED.sub("", message).strip()
+    return out if out and out != message.strip() and any(ch.isalnum() for ch in out) else message

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._aio import _AsyncMixin
 from ._budget import budget_for, select_items, tier_of
+from ._classifier import drop_negated
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -121,6 +122,8 @@ class _Run:
     explicit_k: bool
     strategy: Strategy | None
     t_start: float
+    #: What is searched for: the message, without the part a correction rules out ("..., not staging").
+    query: str = ""
     st: _UserState | None = None
     store_down: bool = False
     pins: list[Pin] = dataclasses.field(default_factory=list)
@@ -973,14 +976,15 @@ class ChatRecall(_AsyncMixin):
         t = time.perf_counter()
         gate = self.gate.decide(run.message)
         run.timings["gate"] = (time.perf_counter() - t) * 1e3
+        run.query = self._search_text(run, gate)
         self._state_step(run, include_recent)
         plan = self._plan_route(run, gate, forced)
         if plan.route is Route.NONE:
             self.metrics.incr("searches_skipped.route_none")
         else:
             t = time.perf_counter()
-            run.entities = run.entities or self.extractor.extract(run.message)
-            run.qvec = self.embedder.embed_query(run.message)
+            run.entities = run.entities or self.extractor.extract(run.query)
+            run.qvec = self.embedder.embed_query(run.query)
             run.timings["embed"] = (time.perf_counter() - t) * 1e3
             if plan.route.wants_memory:
                 self._memory_phase(run, plan, gate)
@@ -1008,6 +1012,16 @@ class ChatRecall(_AsyncMixin):
             st.corpus_last.discard(sid)
 
     # ---------------------------------------------------------------- retrieve steps
+    @staticmethod
+    def _search_text(run: _Run, gate: GateDecision) -> str:
+        """What the searches look for: a correction's message without what it rules out."""
+        if not gate.correction:
+            return run.message
+        query = drop_negated(run.message)
+        if query != run.message:
+            run.notes.append(f"correction: searching for {query!r} (what it rules out is left out)")
+        return query
+
     def _state_step(self, run: _Run, include_recent: bool) -> None:
         """Load the user's cached state: pins and the recent window (no search)."""
         t = time.perf_counter()
@@ -1087,7 +1101,7 @@ class ChatRecall(_AsyncMixin):
         elif pending:
             run.notes.append("correction pending, but this turn does not continue it: no memory pass forced")
         if route is Route.CORPUS and st is not None:
-            run.entities = self.extractor.extract(run.message)
+            run.entities = self.extractor.extract(run.query)
             with st.lock:
                 hits = st.index.known(e.key for e in run.entities if e.kind in _ANCHOR_KINDS)
             if hits:
@@ -1132,7 +1146,7 @@ class ChatRecall(_AsyncMixin):
         if not plan.two_phase:
             run.memory_items = items
             return
-        useful = self._useful(items, run.entities, gate, run.message)
+        useful = self._useful(items, run.entities, gate, run.query)
         if useful:
             run.notes.append(f"memory useful ({useful}): corpus skipped")
             self.metrics.incr("searches_skipped.memory_useful")
@@ -1155,10 +1169,10 @@ class ChatRecall(_AsyncMixin):
             # to the pool thread cost 0.6 ms of a 5 ms retrieve at 10K memories).
             fresh = timeout_ms is not None and run.st is not None and self._fresh_without_store(run.st, run.user_id)
             if timeout_ms is None or fresh:
-                search = self._search_memory(run.message, run.qvec, run.entities, run.user_id,
+                search = self._search_memory(run.query, run.qvec, run.entities, run.user_id,
                                              strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh)
             else:
-                fut = self._pool.submit(self._search_memory, run.message, run.qvec, run.entities, run.user_id,
+                fut = self._pool.submit(self._search_memory, run.query, run.qvec, run.entities, run.user_id,
                                         strategy=run.strategy, k=k, exclude=exclude)
                 try:
                     search = fut.result(timeout=timeout_ms / 1e3)
@@ -1230,7 +1244,7 @@ class ChatRecall(_AsyncMixin):
         if not recent and not top:
             return run.qvec, ""
         t = time.perf_counter()
-        qvec = self.embedder.embed_query(" ".join([run.message, *recent, *(i.text for i in top)]))
+        qvec = self.embedder.embed_query(" ".join([run.query, *recent, *(i.text for i in top)]))
         run.timings["embed"] = run.timings.get("embed", 0.0) + (time.perf_counter() - t) * 1e3
         parts = ([f"{len(recent)} recent turn{'s' if len(recent) > 1 else ''}"] if recent else []) + (
             [f"its top {len(top)} memor{'y' if len(top) == 1 else 'ies'}"] if top else [])
@@ -1271,7 +1285,7 @@ class ChatRecall(_AsyncMixin):
         """The small lookup of the fallback and the probe: memories that pass the usefulness check become the
         turn's memories, the others are rejected with ``why``. Returns the check's reason, or None."""
         items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=timeout_ms)
-        useful = self._useful(items, run.entities, gate, run.message)
+        useful = self._useful(items, run.entities, gate, run.query)
         if useful:
             run.memory_items = items
         else:

@@ -48,6 +48,10 @@ _TIME = re.compile(
 #: such memories answer "what was that error?" better than a turn that only says "the error is gone".
 _ERROR = re.compile(
     r"\b[A-Z]?[a-z]+(?:[A-Z][a-z]+)*(?:Error|Exception)\b|\bTraceback\b|\bE[A-Z]{4,}\b|"
+    # upper-snake error codes: ERR_CONN_RESET, ERR_PAYMENT_TIMEOUT, DB_CONNECTION_TIMEOUT, PERMISSION_DENIED
+    r"\bERR(?:OR)?_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|FAILED|FAILURE|TIMEOUT|TIMED_OUT|"
+    r"EXCEPTION|DENIED|REFUSED|RESET|INVALID|ARGUMENT|UNAVAILABLE|EXCEEDED|NOT_FOUND)\b|"
+    r"\b[45]\d\d (?:gateway timeout|service unavailable|internal server error|forbidden|unauthorized)\b|"
     r"(?i:\berrno\b|\b(?:exit|status|error) code\s*-?\d+|\bHTTP\s*[45]\d\d\b|\b[45]\d\d (?:error|bad gateway|"
     r"not found)\b|\bsegmentation fault\b|\bpanic:|\bfailed with\b)"
 )

@@ -78,9 +78,18 @@ _TS_MIN, _TS_MAX = -62_135_596_800.0, 253_402_300_799.0
 
 
 def check_timestamp(value: Any) -> float | None:
-    """None, an epoch number in datetime's range (years 1 to 9999), or a datetime (naive = UTC)."""
+    """None, an epoch number in datetime's range (years 1 to 9999), a datetime, or an ISO 8601 string
+    ("2025-01-06T09:00:00Z"; naive = UTC)."""
     if value is None:
         return None
+    if isinstance(value, str):
+        try:
+            value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise InvalidInputError(
+                f"timestamp={_short(value)} is neither epoch seconds, a datetime nor ISO 8601 "
+                "(e.g. '2025-01-06T09:00:00Z')"
+            ) from None
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.timezone.utc)
@@ -92,7 +101,7 @@ def check_timestamp(value: Any) -> float | None:
                 f"and {_TS_MAX:.0f} (year 9999)"
             )
         return float(value)
-    raise InvalidInputError(f"timestamp must be a finite number or datetime, got {_short(value)}")
+    raise InvalidInputError(f"timestamp must be a finite number, a datetime or an ISO 8601 string, got {_short(value)}")
 
 
 def check_metadata(value: Any, limits: StoreLimits) -> Mapping[str, Scalar]:
