@@ -132,6 +132,14 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     # run on them, their texts unread; never tuned on (sets 39 and 40)
     "blind4": (_REPO / "benchmarks" / "data" / "gate_messages_blind39.jsonl",
                _REPO / "benchmarks" / "data" / "gate_messages_blind40.jsonl"),
+    # two more independent writers (helpers who read no file of the project), asked for personal questions that
+    # also need a rule or a document ("my flight was 4 hours late, what am I owed?") with personal look-alikes,
+    # general twins and casual turns, after four new-user chats met such questions routed to memory alone.
+    # Written as tune sets, but the combiner retrained with them failed its criterion (validation,
+    # blind2, blind memory recall and CAsT fell; the closing note of stop 25), so they are held out instead:
+    # the shipped combiner never saw them (they were read only through that run's aggregate figures)
+    "mixed": (_REPO / "benchmarks" / "data" / "gate_messages_mixed41.jsonl",
+              _REPO / "benchmarks" / "data" / "gate_messages_mixed42.jsonl"),
     # the 80 questions of the corpus-context benchmark (benchmarks/data/corpus_context: two writers who saw
     # no code), each about the user's own situation and needing a document, so labelled "both" (kind
     # "mixed"); scored as they were written; never tuned on
