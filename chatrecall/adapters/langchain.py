@@ -523,7 +523,7 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
       checkpointer), the session's recent window is not injected again; its
       turns are still kept out of the memories found.
     * ``after_agent``: stores the human message and the final answer as turns
-      (pin commands such as ``/pin ...`` are neither recalled for nor stored).
+      (pin commands such as ``/pin ...`` search nothing and are not stored).
 
     ``user_id`` / ``session_id`` are read per run from the runtime context
     (``agent.invoke(..., context={"user_id": "u1", "session_id": "s1"})``, a

@@ -1082,8 +1082,9 @@ class ChatRecall(_AsyncMixin):
         return self._route_rules(run, gate, forced, route, pending, corpus_before)
 
     def _route_rules(self, run: _Run, gate: GateDecision, forced: Route | None, route: Route, pending: bool,
-                         corpus_before: bool) -> _Plan:
-        """The rules of :meth:`_plan_route`, given what the session's previous turns left pending."""
+                     corpus_before: bool) -> _Plan:
+        """The rules listed in :meth:`_plan_route`, given what the session's previous turns left: a correction
+        pending (``pending``) and whether the last turn brought documents (``corpus_before``)."""
         st = run.st
         if forced is not None:
             run.notes.append(f"route {forced.value} forced by the caller (the gate said {gate.route.value})")

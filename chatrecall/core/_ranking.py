@@ -323,6 +323,8 @@ def rank_memories(
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
     order = topk(final, k + 5)
+    if mute.any():  # also on the recency strategy, which keeps scores of 0
+        order = order[~mute[order]]
     if strat is not Strategy.RECENCY:
         order = order[final[order] > 0]
     used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
