@@ -644,3 +644,21 @@ def test_a_failing_background_warm_up_warns_and_breaks_nothing(make_engine: Make
         t.join(30)
     cr.add("we use Postgres for billing", user_id="u", session_id="s")
     assert cr.retrieve("which database do we use for billing?", user_id="u").items
+
+
+def test_a_memory_question_asking_for_advice_plans_both_when_there_are_documents(
+        cr: ChatRecall, clock: ManualClock) -> None:
+    _seed(cr, clock)
+    q = "what rules apply to my cheese project?"
+    no_docs = cr.retrieve(q, user_id="alice", session_id="s1")
+    assert not any("advice" in n for n in no_docs.notes)  # nothing to read: a memory turn
+    cr.add_documents(["Cheese labelling rules: name the milk, the region and the ageing of each cheese."])
+    res = cr.retrieve(q, user_id="alice", session_id="s2")
+    assert res.gate.route is Route.MEMORY and any("asks for advice" in n for n in res.notes)
+    assert "corpus" in res.timings_ms
+    plain = cr.retrieve("Remember the cheese project?", user_id="alice", session_id="s3")
+    assert not any("asks for advice" in n for n in plain.notes)
+    from chatrecall import RetrievalConfig
+
+    off = ChatRecall(store=cr.store, embedder=cr.embedder, retrieval=RetrievalConfig(advice_both=False))
+    assert not any("asks for advice" in n for n in off.retrieve(q, user_id="alice", session_id="s4").notes)

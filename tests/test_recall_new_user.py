@@ -385,3 +385,23 @@ def test_a_correction_does_not_search_for_what_it_rules_out(oncall: ChatRecall) 
     res = oncall.retrieve("no, I meant the prod incident, not staging", user_id="dana", session_id="d4")
     assert res.items and "INC-4471" in res.items[0].text, res.explain()
     assert any("searching for 'no, I meant the prod incident,'" in n for n in res.notes), res.notes
+
+
+def test_a_personal_question_asking_what_applies_also_reads_the_documents(real_engine: ChatRecall) -> None:
+    # chat24 (async + LangGraph): "my flight TP1351 was 4 hours late, what am I owed?" routed to memory, the flight
+    # memory looked useful and the EU261 document never came (with route="both" it did)
+    real_engine.add_documents([
+        {"title": "EU261 flight delay compensation",
+         "text": "Under EU261, a delay of 3 hours or more at arrival gives 250 euros for flights up to 1,500 km, "
+                 "400 euros for 1,500 to 3,500 km and 600 euros beyond."},
+        {"title": "Schengen 90/180 rule",
+         "text": "Visitors may stay in the Schengen area 90 days in any 180-day period."}])
+    _said(real_engine, "priya", "s1", ["our flights are TP1351 out on 12 May and TP1354 back on 19 May",
+                                       "we booked the Memmo Alfama hotel in Lisbon"])
+    res = real_engine.retrieve("my flight TP1351 was 4 hours late, what am I owed?", user_id="priya",
+                               session_id="s2")
+    assert any("400 euros" in i.text for i in res.items if i.source == "corpus"), res.explain()
+    assert any("TP1351" in i.text for i in res.items if i.source == "memory"), res.explain()
+    # a personal question with no advice in it stays a memory turn
+    plain = real_engine.retrieve("what's our hotel in Lisbon?", user_id="priya", session_id="s2")
+    assert not plain.passages and any("Memmo" in i.text for i in plain.items), plain.explain()

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "TimeCue", "classify_query", "drop_negated", "time_cue"]
+__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "classify_query", "drop_negated", "time_cue"]
 
 _RECENT = re.compile(
     r"\b(just now|a moment ago|a minute ago|last (?:thing|message|answer|one)|you just|i just|"
@@ -181,6 +181,29 @@ def time_cue(message: str, entities: Sequence[Entity], now: float, *, extended: 
             window = _weekday_window(m.group(1), now)
         asks_error = bool(_ASKS_ERROR.search(message))
     return TimeCue(asks_when=asks_when, window=window, asks_error=asks_error)
+
+
+# ----------------------------------------------------------------- advice
+#: The message asks for advice, rules or what is allowed: what the user said is part of the answer, a document
+#: the rest ("my flight was 4 hours late, what am I owed?", "can I sell my sourdough under the cottage-food
+#: rules?", "is it safe to give him ibuprofen?"). Written from the new-user chats' misses.
+_ADVICE = re.compile(
+    r"\bis (?:it|that|this|he|she|they) (?:safe|ok|okay|dangerous|legal|allowed|normal|bad|fine|worth)\b|"
+    r"\b(?:am i|are we|is (?:he|she)) (?:allowed|owed|entitled|supposed|required|eligible)\b|"
+    r"\b(?:can|could|may) (?:i|we) (?:legally )?(?:sell|take|bring|claim|use|get|give|put|keep|leave|park|fly|"
+    r"drive|travel|eat|drink|mix|combine|run|install|remove|rent|sublet|return|refund|cancel|deduct)\b|"
+    r"\bshould (?:i|we)\b|\bdo (?:i|we) (?:need|have) to\b|\bdo (?:i|we) need (?:a|an|to)\b|"
+    r"\bwhat (?:[\w-]+ )?(?:rules?|regulations?|requirements?|laws?|documents?|paperwork) (?:apply|do|does|are|is|"
+    r"should)\b|\bwhich [\w-]+(?: [\w-]+)? (?:can|should|may) (?:i|we|go|be)\b|"
+    r"\bwhat am i (?:owed|entitled to)\b|\bwhat (?:applies|is allowed)\b|"
+    r"\bhow (?:much|long|often|many) should\b|\bunder the [\w\s-]{1,30}(?:rules?|laws?|regulations?)\b",
+    re.I,
+)
+
+
+def asks_advice(message: str) -> bool:
+    """Whether ``message`` asks for advice, rules or what is allowed ("what am I owed?", "should I...")."""
+    return _ADVICE.search(message.replace("\u2019", "'")) is not None
 
 
 # ----------------------------------------------------------------- corrections

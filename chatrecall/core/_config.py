@@ -147,6 +147,12 @@ class RetrievalConfig:
             long does the e-visa take?" finds the document for the user's own
             passport; otherwise nothing changes. False: memory only after a
             weak corpus search (the behaviour before).
+        advice_both: A turn the gate routes to memory alone searches the
+            corpus too when the message asks for advice, rules or what is
+            allowed ("my flight was 4 hours late, what am I owed?", "what
+            formatting rules apply to my thesis?"; ``_classifier.asks_advice``)
+            and there are documents. False: the gate's memory route (the
+            behaviour before).
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
@@ -167,6 +173,7 @@ class RetrievalConfig:
     corpus_memory_items: int = CORPUS_MEMORY_ITEMS
     corpus_recent_context: bool = CORPUS_RECENT_CONTEXT
     memory_probe: bool = True
+    advice_both: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))
@@ -193,6 +200,7 @@ class RetrievalConfig:
         _check(isinstance(self.corpus_recent_context, bool), "corpus_recent_context", self.corpus_recent_context,
                "must be True or False")
         _check(isinstance(self.memory_probe, bool), "memory_probe", self.memory_probe, "must be True or False")
+        _check(isinstance(self.advice_both, bool), "advice_both", self.advice_both, "must be True or False")
 
 
 @dataclass(frozen=True, kw_only=True)

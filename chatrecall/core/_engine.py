@@ -18,7 +18,7 @@ import numpy as np
 
 from ._aio import _AsyncMixin
 from ._budget import budget_for, select_items, tier_of
-from ._classifier import drop_negated
+from ._classifier import asks_advice, drop_negated
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -1069,6 +1069,10 @@ class ChatRecall(_AsyncMixin):
            him even when a document on walks in the heat is strong.
         6. With no documents at all, "both" is a memory route: the small
            first lookup, not the full top ``k`` of memories.
+        7. A memory route whose message asks for advice, rules or what is
+           allowed (``asks_advice``: "my flight was 4 hours late, what am I
+           owed?") searches both when there are documents
+           (``RetrievalConfig.advice_both``).
         """
         route = gate.route
         st, sid = run.st, run.session_id
@@ -1101,6 +1105,11 @@ class ChatRecall(_AsyncMixin):
                 run.notes.append("the corrected turn brought documents: corpus searched too")
         elif pending:
             run.notes.append("correction pending, but this turn does not continue it: no memory pass forced")
+        if route is Route.MEMORY and self.retrieval_config.advice_both and asks_advice(run.message) \
+                and not run.store_down and not self._no_documents():
+            # "my flight was 4 hours late, what am I owed?": the user's facts and a rule the documents hold
+            route = Route.BOTH
+            run.notes.append("the message asks for advice or rules: the documents too")
         if route is Route.CORPUS and st is not None:
             run.entities = self.extractor.extract(run.query)
             with st.lock:
