@@ -113,5 +113,5 @@ CORPUS_RECENT_CONTEXT = True
 #: Final memory score at which a memory found by the small lookup (two-phase, fallback, probe) counts as useful.
 USEFUL_SCORE = 0.4
 #: Final passage score at which a corpus hit counts as strong (set-aside memories dropped, no fallback).
-STRONG_CORPUS_SCORE = 0.35
+STRONG_CORPUS_SCORE = 0.4
 # END usefulness
