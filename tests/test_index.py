@@ -235,3 +235,11 @@ def test_turns_that_show_an_error(text: str, shows: bool) -> None:
     idx.add([Record(id="r", text=text, user_id="u", session_id="s", role="user", timestamp=1.0)],
             np.eye(4, dtype=np.float32)[:1])
     assert bool(idx.has_error[0]) is shows
+
+
+@pytest.mark.parametrize(("text", "bare"), [("hiya!", True), ("yo, brb", True), ("gotcha, cheers", True),
+                                           ("this evening", False), ("hiya, the boiler is leaking again", False)])
+def test_greetings_and_reactions_are_bare(text: str, bare: bool) -> None:
+    from chatrecall.core._index import _is_bare
+
+    assert _is_bare(text) is bare
