@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as _dt
 import json
 import re
 import sys
@@ -365,14 +364,6 @@ def _check_turns(path: Path, rows: list[tuple[int, Any]], user: str, session: st
         raw = dict(raw)
         raw.setdefault("user_id", user)
         raw.setdefault("session_id", session)
-        ts = raw.get("timestamp")
-        if isinstance(ts, str):
-            try:
-                when = _dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-            except ValueError:
-                raise ChatRecallError(f"{where}: timestamp={ts!r} is neither epoch seconds nor ISO 8601 "
-                                      "(2025-01-31T09:00:00Z)") from None
-            raw["timestamp"] = when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
         try:
             turns.append(check_turn(raw, limits))
         except ChatRecallError as exc:

@@ -17,6 +17,7 @@ from importlib import resources
 
 import numpy as np
 
+from ._entities import _word_file
 from ._protocols import VectorIndex, VectorIndexFactory
 from ._tuned import ANSWER_TYPE_TERM_WEIGHT, BM25_B, BM25_K1
 from ._types import Record
@@ -55,12 +56,6 @@ _ERROR = re.compile(
     r"(?i:\berrno\b|\b(?:exit|status|error) code\s*-?\d+|\bHTTP\s*[45]\d\d\b|\b[45]\d\d (?:error|bad gateway|"
     r"not found)\b|\bsegmentation fault\b|\bpanic:|\bfailed with\b)"
 )
-
-
-def _word_file(name: str) -> frozenset[str]:
-    """The words of ``chatrecall/data/<name>`` (whitespace-separated, ``#`` starts a comment)."""
-    text = resources.files("chatrecall").joinpath(f"data/{name}").read_text(encoding="utf-8")
-    return frozenset(w for line in text.splitlines() for w in line.split("#", 1)[0].split())
 
 
 #: Words of a bare acknowledgement or reaction ("Got it.", "Welcome back!"): a turn with no other word but

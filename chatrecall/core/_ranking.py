@@ -297,6 +297,7 @@ def rank_memories(
             np.add.at(own, ans[ok], gift[ok])
     hops = np.zeros(cand.size, dtype=np.int64)
     graph_w = w["graph"]
+    noans = idx.non_answers(cand)
     if depth:
         b_total = sum(w[c] for c in BASE) or 1.0
         near = (1.0 - params.session_share) * graph_w
@@ -308,7 +309,7 @@ def rank_memories(
         # A bare acknowledgement ("Got it.", "Welcome back!") would ride on the turn it acknowledges and crowd
         # out turns with content (a later change of plan lost to "Got it." in a new-user chat): it keeps only
         # its own score. A bare reply to a question ("Yes!") keeps its support: it is the answer.
-        bare = idx.bare_reactions(cand) | idx.non_answers(cand)
+        bare = idx.bare_reactions(cand) | noans
         if bare.any():
             comp["graph"][bare] = 0.0
             hops = np.where(bare, 0, hops)
@@ -317,7 +318,7 @@ def rank_memories(
     final = own + graph_w * comp["graph"]
     # Not returned (they lent their support above): a reply that says it does not know, and the user's
     # question asked again (near-identical to the query: the user knows what they asked).
-    mute = idx.non_answers(cand) | (idx.asks(cand) & (cos >= _tuned.REPEATED_QUESTION_COS))
+    mute = noans | (idx.asks(cand) & (cos >= _tuned.REPEATED_QUESTION_COS))
     if mute.any():
         final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
