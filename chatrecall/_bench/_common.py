@@ -717,6 +717,25 @@ def target(metric: str, op: str, goal: float, measured: float | None) -> dict[st
 
 
 # ----------------------------------------------------------------- in-process haystack (tuning)
+def chat_scenario_turns(sc: Mapping[str, Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """A chat scenario (``benchmarks/data/chat_scenarios``) as (keys ``"session:turn"``, texts, meta with
+    session_id / role / timestamp), its turns a minute apart from each session's date."""
+    from chatrecall.core._validate import check_timestamp
+
+    keys: list[str] = []
+    texts: list[str] = []
+    meta: list[dict[str, Any]] = []
+    for s, (turns, date) in enumerate(zip(sc["sessions"], sc["session_dates"])):
+        start = check_timestamp(date)
+        if start is None:
+            raise ValueError(f"scenario {sc.get('id')!r}: session {s} has no date")
+        for t, turn in enumerate(turns):
+            keys.append(f"{s}:{t}")
+            texts.append(turn["content"])
+            meta.append({"session_id": f"s{s}", "role": turn["role"], "timestamp": start + 60.0 * t})
+    return keys, texts, meta
+
+
 class IndexedHaystack:
     """A haystack in a bare :class:`UserIndex`, as the engine would hold it, without a store.
 

@@ -1,0 +1,75 @@
+"""The chat scenarios (benchmarks/data/chat_scenarios) are well formed, and both harnesses read them alike."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from chatrecall._bench._common import chat_scenario_turns
+from chatrecall.core._validate import check_timestamp
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / "data" / "chat_scenarios"
+FILES = sorted(DATA.glob("*.jsonl"))
+
+
+def _script(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _scenarios(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_there_is_a_development_and_a_held_out_file() -> None:
+    assert [p.name for p in FILES] == ["facts_heldout.jsonl", "updates_dev.jsonl"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_gold_turn_is_a_user_turn_holding_the_answer(path: Path) -> None:
+    scen = _scenarios(path)
+    assert len(scen) == 90 and len({s["id"] for s in scen}) == 90
+    for sc in scen:
+        assert sc["kind"] in {"fact", "update", "control"}, sc["id"]
+        assert len(sc["sessions"]) == len(sc["session_dates"]) >= 3, sc["id"]
+        dates = [check_timestamp(d) for d in sc["session_dates"]]
+        assert all(a is not None and b is not None and a < b for a, b in zip(dates, dates[1:])), sc["id"]
+        for s, t in sc["gold"]:
+            turn = sc["sessions"][s][t]
+            assert turn["role"] == "user" and sc["answer"] in turn["content"], sc["id"]
+        assert bool(sc.get("stale")) == (sc["kind"] == "update"), sc["id"]
+        for s, t in sc.get("stale", []):
+            assert sc["sessions"][s][t]["role"] == "user", sc["id"]
+            assert (s, t) < min(tuple(g) for g in sc["gold"]), sc["id"]  # the replaced fact comes first
+
+
+def test_a_chat_is_laid_out_turn_by_turn_at_its_session_dates() -> None:
+    sc = _scenarios(DATA / "updates_dev.jsonl")[0]
+    keys, texts, meta = chat_scenario_turns(sc)
+    assert len(keys) == len(texts) == sum(len(s) for s in sc["sessions"]) and keys[0] == "0:0"
+    assert texts[0] == sc["sessions"][0][0]["content"] and meta[0]["role"] == sc["sessions"][0][0]["role"]
+    # a minute apart inside a session, each session at its own date
+    assert meta[1]["timestamp"] - meta[0]["timestamp"] == 60.0
+    first_of_1 = len(sc["sessions"][0])
+    assert keys[first_of_1] == "1:0" and meta[first_of_1]["timestamp"] == check_timestamp(sc["session_dates"][1])
+    with pytest.raises(ValueError, match="no date"):
+        chat_scenario_turns({**sc, "session_dates": [None] * len(sc["sessions"])})
+
+
+def test_the_scorer_wants_the_current_answer_above_the_replaced_fact(monkeypatch: pytest.MonkeyPatch) -> None:
+    evaluate = _script("eval_chats", monkeypatch)
+    assert evaluate._above(["1:0", "0:2"], {"1:0"}, {"0:2"})
+    assert not evaluate._above(["0:2", "1:0"], {"1:0"}, {"0:2"})
+    assert not evaluate._above(["0:2", None], {"1:0"}, {"0:2"})
+    assert evaluate._above(["0:1", "1:0"], {"1:0"}, set())
