@@ -112,6 +112,35 @@ _ASKS = re.compile(
 )
 
 
+#: A first-person word: a clause holding one says something about the speaker.
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we've|we'd|we'll|our|ours|me|us)\b",
+                           re.IGNORECASE)
+#: Clause openers of a question or a request, not a statement ("what am I owed", "can you help me").
+_ASKING_OPENER = re.compile(r"^\W*(?:what|what's|which|who|who's|whom|whose|where|where's|when|why|how|is|are|was|"
+                            r"were|do|does|did|can|could|would|will|should|shall|any|please|help|tell|give|show|write|"
+                            r"make|explain|suggest|recommend|draft|find|list|let)\b", re.IGNORECASE)
+#: A clause that only announces the request ("I have a question", "I was wondering", "I need some advice").
+_META_CLAUSE = re.compile(r"\b(?:i (?:have|had|got) a (?:quick )?question|i(?: was| am|'m)? wondering|"
+                          r"i (?:need|want|would like|'d like) (?:to know|to ask|help|some help|advice|some advice|"
+                          r"tips|some tips|ideas|some ideas|a hand))\b", re.IGNORECASE)
+#: Clauses: split at sentence ends, line breaks, commas, semicolons and colons.
+_CLAUSE = re.compile(r"[^.!?\n,;:]+")
+
+
+def _states_own(text: str) -> bool:
+    """The text holds a clause of three words or more that states something about the speaker: a first-person
+    word, not opening a question or a request and not only announcing one ("Our internet is with Xfinity. Any
+    ideas?", "My flight was 4 hours late, what am I owed?" do; "what's the capital of Peru?", "Can you help me
+    with my CV?" and "I have a question: how do I boil an egg?" do not)."""
+    t = text.replace("\u2019", "'")
+    for m in _CLAUSE.finditer(t):
+        clause = m.group(0).strip()
+        if (len(clause.split()) >= 3 and _FIRST_PERSON.search(clause) is not None
+                and _ASKING_OPENER.match(clause) is None and _META_CLAUSE.search(clause) is None):
+            return True
+    return False
+
+
 def _stem(w: str) -> str:
     """Cheap plural / verb folding for BM25 (no dictionary): one stem per word family.
 
@@ -211,6 +240,7 @@ class UserIndex:
         self._asks = np.zeros(0, dtype=bool)
         self._bare = np.zeros(0, dtype=np.int8)  # see _bare_kind
         self._noans = np.zeros(0, dtype=bool)
+        self._states = np.zeros(0, dtype=bool)  # see _states_own
         self._rcode = np.zeros(0, dtype=np.int64)
         self._role_code: dict[str, int] = {}
         self._scode = np.zeros(0, dtype=np.int64)
@@ -281,6 +311,11 @@ class UserIndex:
         """Per given position: the turn asks something (a question or a request)."""
         return self._asks[np.asarray(positions, dtype=np.int64)]
 
+    def states_own(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: the turn states something about the speaker ("Our internet is with Xfinity. Any
+        ideas?"), even if it also asks something."""
+        return self._states[np.asarray(positions, dtype=np.int64)]
+
     def non_answers(self, positions: np.ndarray) -> np.ndarray:
         """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...")."""
         return self._noans[np.asarray(positions, dtype=np.int64)]
@@ -322,6 +357,7 @@ class UserIndex:
             self._asks[p] = _ASKS.search(rec.text) is not None
             self._bare[p] = _bare_kind(rec.text)
             self._noans[p] = _is_non_answer(rec.text, rec.role)
+            self._states[p] = _states_own(rec.text)
             self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
             terms = Counter(tokenize(rec.text))
@@ -361,6 +397,7 @@ class UserIndex:
         self._asks = np.resize(self._asks, new_cap)
         self._bare = np.resize(self._bare, new_cap)
         self._noans = np.resize(self._noans, new_cap)
+        self._states = np.resize(self._states, new_cap)
         self._rcode = np.resize(self._rcode, new_cap)
         self._scode = np.resize(self._scode, new_cap)
         self._tok = np.resize(self._tok, new_cap)

@@ -289,8 +289,12 @@ def rank_memories(
             q = np.flatnonzero(asks)
             ans = _slots(cand, idx.next_positions(cand[q]))
             ok = ans >= 0
-            passed = np.where(idx.has_role(cand[ans.clip(min=0)], "assistant") & ok,
-                              max(params.question_pass, params.assistant_answer_pass), params.question_pass)
+            # A chatbot's reply takes the larger share, unless the user's turn also states something about the
+            # user ("Our internet is with Xfinity and it drops every evening. Any ideas?"): that turn is the fact.
+            to_bot = idx.has_role(cand[ans.clip(min=0)], "assistant") & ok
+            passed = np.where(to_bot, np.where(idx.states_own(cand[q]), 0.0,
+                                               max(params.question_pass, params.assistant_answer_pass)),
+                              params.question_pass)
             gift = passed * base[q]
             own = base.copy()
             own[q] -= gift
