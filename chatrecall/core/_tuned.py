@@ -49,8 +49,10 @@ AUTO_STRATEGY = {"recent": "hybrid", "specific": "hybrid", "entity": "hybrid", "
 # END ranking
 
 # BEGIN hand-set ranking (not produced by a script; say why in each line)
-#: Share of a user question's score handed to the chat assistant's reply that answers it. By hand for chatbot
-#: transcripts (user -> assistant): no benchmark here stores assistant turns as keys, so no data could choose it.
+#: Share of a user question's score handed to the chat assistant's reply that answers it (none when the user's turn
+#: also states something about the user: _index._states_own). By hand for chatbot transcripts (user -> assistant):
+#: no benchmark of the ranking block stores assistant turns, so no data chose it (tune_ranking.py checks the final
+#: constants on LongMemEval with them stored).
 ASSISTANT_ANSWER_PASS = 0.6
 #: Weight of "shows an error" (as a share of relevance + keyword) when the query asks for an error. By hand: the
 #: benchmarks hold almost no error questions, so no data could choose it; twice TIME_SHARE.
