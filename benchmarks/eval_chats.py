@@ -40,7 +40,9 @@ from chatrecall._bench._common import (
     IndexedHaystack,
     chat_scenario_turns,
     embed_cache_dir,
+    load_chat_scenarios,
     machine_info,
+    make_chatrecall,
     md_table,
     real_embedder,
 )
@@ -51,17 +53,13 @@ OUT = ROOT / "benchmarks" / "results" / "chat_scenarios.json"
 TOP = 3
 
 
-def load(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def run_file(engine: Any, emb: CachingEmbedder, path: Path) -> list[dict[str, Any]]:
     """One row per scenario: what chatrecall injected and where each baseline ranked the gold turn."""
     from chatrecall.core import RegexEntityExtractor
 
     ext = RegexEntityExtractor()
     rows = []
-    for sc in load(path):
+    for sc in load_chat_scenarios(path):
         keys, texts, meta = chat_scenario_turns(sc)
         user = f"{path.stem}-{sc['id']}"
         ids = engine.add_many([{"text": t, "user_id": user, "session_id": m["session_id"], "role": m["role"],
@@ -112,15 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", type=Path, help="scenario files (default: every file in the data folder)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    from chatrecall import ChatRecall
-    from chatrecall.adapters.chroma import ChromaStore
-
     t0 = time.perf_counter()
     files = args.files or sorted(DATA.glob("*.jsonl"))
     emb = CachingEmbedder(real_embedder(), disk_dir=embed_cache_dir())
     result: dict[str, Any] = {"benchmark": "chat_scenarios", "top": TOP, "files": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        engine = ChatRecall(store=ChromaStore(path=Path(tmp) / "chroma"), embedder=real_embedder())
+        # the engine and the baselines share one model (and its vectors)
+        engine, _ = make_chatrecall(emb, path=str(Path(tmp) / "chroma"))
         try:
             for path in files:
                 rows = run_file(engine, emb, path)

@@ -57,6 +57,7 @@ from chatrecall._bench._common import (
     chat_scenario_turns,
     default_data_dir,
     embed_cache_dir,
+    load_chat_scenarios,
     machine_info,
     md_table,
     real_embedder,
@@ -180,7 +181,7 @@ def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[
         q.baselines = {"dense_only": dense.rank(lq.question, LME_DEPTH), "bm25_only": bm25.rank(lq.question, LME_DEPTH)}
         queries.append(q)
     for path in sorted(CHATS.glob("*_dev.jsonl")):
-        scen = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        scen = load_chat_scenarios(path)
         log(f"chats {path.name}: {len(scen)} scenarios")
         for i, sc in enumerate(scen):
             keys, texts, meta = chat_scenario_turns(sc)
@@ -361,38 +362,18 @@ def lme_with_assistant_turns(data: Path, emb: CachingEmbedder, cfg: Mapping[str,
                              log: Callable[[str], None]) -> dict[str, dict[str, float]]:
     """LongMemEval with the assistant turns stored too, as a chatbot stores them (the benchmark protocol keeps user
     turns only): the final constants against dense on the same haystacks (user gold turns). A check, not tuned on."""
-    from chatrecall._bench._longmemeval import _read, lme_sessions, parse_lme_date
-
     ext = RegexEntityExtractor()
     per: dict[str, list[dict[str, float]]] = {"final": [], "dense_only": []}
     final = build(cfg)
-    for rec in _read(data / "longmemeval" / "longmemeval_s_dev60.json.gz"):
-        if str(rec["question_id"]).endswith("_abs"):
-            continue
-        keys, texts, meta, gold_t, gold_s = [], [], [], set(), set()
-        for sid, ts, sess in lme_sessions(rec):
-            for i, turn in enumerate(sess):
-                if not str(turn.get("content", "")).strip():
-                    continue
-                key = f"{sid}#{i}"
-                keys.append(key)
-                texts.append(str(turn["content"]))
-                meta.append({"session_id": sid, "role": str(turn.get("role")), "timestamp": ts + 60.0 * i})
-                if turn.get("has_answer") and turn.get("role") == "user":
-                    gold_t.add(key)
-                    gold_s.add(sid)
-        if not gold_t:
-            continue
-        hay = IndexedHaystack(emb, keys, texts, meta, extractor=ext)
+    lme, _ = load_longmemeval(data / "longmemeval" / "longmemeval_s_dev60.json.gz", assistant_turns=True)
+    for lq in lme:
+        hay = IndexedHaystack(emb, lq.keys, lq.texts, lq.meta, extractor=ext)
         dense = DenseRanker(emb)
-        dense.index(keys, texts, meta)
-        q = str(rec["question"])
-        qvec, ents = emb.embed_query(q), ext.extract(q)
-        now = parse_lme_date(rec.get("question_date") or rec["haystack_dates"][-1])
-        ranked = hay.rank(q, qvec, ents, k=LME_DEPTH, now=now, strategy=Strategy.HYBRID, weights=final[0],
-                          params=final[1])
-        per["final"].append(score_ranking(ranked, gold_t, gold_s))
-        per["dense_only"].append(score_ranking(dense.rank(q, LME_DEPTH), gold_t, gold_s))
+        dense.index(lq.keys, lq.texts, lq.meta)
+        ranked = hay.rank(lq.question, emb.embed_query(lq.question), ext.extract(lq.question), k=LME_DEPTH,
+                          now=lq.now, strategy=Strategy.HYBRID, weights=final[0], params=final[1])
+        per["final"].append(score_ranking(ranked, lq.gold_turns, lq.gold_sessions))
+        per["dense_only"].append(score_ranking(dense.rank(lq.question, LME_DEPTH), lq.gold_turns, lq.gold_sessions))
     emb.save()
     out = {n: {m: float(np.mean([x[m] for x in v])) for m in ("session_recall_all@5", "turn_recall_all@10")}
            for n, v in per.items()}

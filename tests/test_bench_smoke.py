@@ -187,6 +187,18 @@ def test_longmemeval_shared_file_loads() -> None:
     assert all(k.rsplit("#", 1)[0] in {m["session_id"] for m in q.meta} for q in qs for k in q.gold_turns)
 
 
+
+@pytest.mark.skipif(not (DATA / "longmemeval" / "longmemeval_s_dev60.json.gz").exists(),
+                    reason="shared LongMemEval data not present")
+def test_longmemeval_with_the_assistant_turns_keeps_the_users_gold() -> None:
+    path = DATA / "longmemeval" / "longmemeval_s_dev60.json.gz"
+    users, _ = load_longmemeval(path, limit=6)
+    both, _ = load_longmemeval(path, limit=6, assistant_turns=True)
+    assert [q.gold_turns for q in both] == [q.gold_turns for q in users]
+    assert all({m["role"] for m in q.meta} == {"user", "assistant"} for q in both)
+    assert all(set(u.keys) < set(b.keys) for u, b in zip(users, both))
+
+
 # ---------------------------------------------------------------- speed
 def test_speed_harness_on_fakes(tmp_path: Path) -> None:
     texts = [f"turn {i}: we talked about topic {i % 17} and the city of Lyon" for i in range(120)]

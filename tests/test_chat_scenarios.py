@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
-from chatrecall._bench._common import chat_scenario_turns
+from chatrecall._bench._common import chat_scenario_turns, load_chat_scenarios
 from chatrecall.core._validate import check_timestamp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,17 +26,13 @@ def _script(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return mod
 
 
-def _scenarios(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def test_there_is_a_development_and_a_held_out_file() -> None:
     assert [p.name for p in FILES] == ["facts_heldout.jsonl", "updates_dev.jsonl"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_every_gold_turn_is_a_user_turn_holding_the_answer(path: Path) -> None:
-    scen = _scenarios(path)
+    scen = load_chat_scenarios(path)
     assert len(scen) == 90 and len({s["id"] for s in scen}) == 90
     for sc in scen:
         assert sc["kind"] in {"fact", "update", "control"}, sc["id"]
@@ -55,7 +49,7 @@ def test_every_gold_turn_is_a_user_turn_holding_the_answer(path: Path) -> None:
 
 
 def test_a_chat_is_laid_out_turn_by_turn_at_its_session_dates() -> None:
-    sc = _scenarios(DATA / "updates_dev.jsonl")[0]
+    sc = load_chat_scenarios(DATA / "updates_dev.jsonl")[0]
     keys, texts, meta = chat_scenario_turns(sc)
     assert len(keys) == len(texts) == sum(len(s) for s in sc["sessions"]) and keys[0] == "0:0"
     assert texts[0] == sc["sessions"][0][0]["content"] and meta[0]["role"] == sc["sessions"][0][0]["role"]

@@ -717,6 +717,12 @@ def target(metric: str, op: str, goal: float, measured: float | None) -> dict[st
 
 
 # ----------------------------------------------------------------- in-process haystack (tuning)
+def load_chat_scenarios(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The scenarios of a ``benchmarks/data/chat_scenarios`` file (JSON lines)."""
+    text = Path(path).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def chat_scenario_turns(sc: Mapping[str, Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """A chat scenario (``benchmarks/data/chat_scenarios``) as (keys ``"session:turn"``, texts, meta with
     session_id / role / timestamp), its turns a minute apart from each session's date."""

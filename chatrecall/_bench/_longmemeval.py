@@ -89,8 +89,13 @@ def lme_sessions(rec: Mapping[str, Any]) -> list[tuple[str, float, list[dict[str
     return out
 
 
-def load_longmemeval(path: str | Path, limit: int | None = None) -> tuple[list[LMEQuestion], dict[str, int]]:
-    """Scorable questions (first ``limit`` records) and counts of the skipped ones."""
+def load_longmemeval(path: str | Path, limit: int | None = None, *,
+                     assistant_turns: bool = False) -> tuple[list[LMEQuestion], dict[str, int]]:
+    """Scorable questions (first ``limit`` records) and counts of the skipped ones.
+
+    The official protocol indexes the user's turns only; ``assistant_turns=True`` indexes every turn, as a chatbot
+    stores them (the gold stays the user's evidence turns).
+    """
     data = _read(path)
     if limit:
         data = data[:limit]
@@ -105,13 +110,14 @@ def load_longmemeval(path: str | Path, limit: int | None = None) -> tuple[list[L
                         now=parse_lme_date(rec.get("question_date") or rec["haystack_dates"][-1]))
         for sid, ts, sess in lme_sessions(rec):
             for i, turn in enumerate(sess):
-                if turn.get("role") != "user" or not str(turn.get("content", "")).strip():
+                role = str(turn.get("role"))
+                if (role != "user" and not assistant_turns) or not str(turn.get("content", "")).strip():
                     continue
                 key = f"{sid}#{i}"
                 q.keys.append(key)
                 q.texts.append(str(turn["content"]))
-                q.meta.append({"session_id": sid, "role": "user", "timestamp": ts + 60.0 * i})
-                if turn.get("has_answer"):
+                q.meta.append({"session_id": sid, "role": role, "timestamp": ts + 60.0 * i})
+                if turn.get("has_answer") and role == "user":
                     q.gold_turns.add(key)
                     q.gold_sessions.add(sid)
         if not q.gold_turns:
