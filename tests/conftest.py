@@ -165,6 +165,28 @@ class ChromaServer:
             self.proc.wait(timeout=10.0)
         self.proc = None
 
+    def freeze(self, timeout: float = 5.0) -> None:
+        """SIGSTOP (alive but unresponsive, like a stuck server), returning once every thread is stopped: the
+        signal is delivered asynchronously, and on a loaded machine a request sent at once could still be
+        answered (a full-suite run saw a count succeed right after the signal)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+        tasks = Path(f"/proc/{self.proc.pid}/task")
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                states = [(t / "stat").read_text().rsplit(")", 1)[1].split()[0] for t in tasks.iterdir()]
+            except OSError:  # a thread ended while we read: look again
+                continue
+            if states and all(st in "Tt" for st in states):
+                return
+            time.sleep(0.01)
+
+    def thaw(self) -> None:
+        """SIGCONT: the frozen server answers again."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def restart(self, *, hard: bool = False) -> ChromaServer:
         """Stop (or kill when ``hard``) and start again on the same path and port."""
         if hard:

@@ -445,13 +445,12 @@ def test_frozen_server_times_out_then_recovers(chroma_server_factory: Any) -> No
     server = chroma_server_factory()
     store = ChromaStore(url=server.url, timeout_s=1.0)
     store.upsert("memories", [rec("a")], unit(basis(0)))
-    assert server.proc is not None
-    server.proc.send_signal(signal.SIGSTOP)  # alive but unresponsive, like a stuck server
+    server.freeze()  # alive but unresponsive, like a stuck server
     try:
         with pytest.raises(StoreUnavailableError, match=str(server.port)):
             store.count("memories")
     finally:
-        server.proc.send_signal(signal.SIGCONT)
+        server.thaw()
     assert store.count("memories") == 1
     store.close()
 
