@@ -10,6 +10,10 @@ the user said), a fact stated once, changed later ("update") or followed by a lo
   listed in benchmarks/README.md; tune_ranking.py measures it (not tuned on).
 * ``facts_heldout.jsonl`` (90; 40 facts, 30 updates, 20 controls): held out. Nothing was designed or chosen on it;
   its figures are the reportable ones.
+* ``facts_heldout2.jsonl`` (90; 40 facts, 30 updates, 20 controls): held out, written in stop 27 by a third helper
+  (who read no file of the project) and first run to judge the assistant-support rule against the code before it.
+* ``facts_heldout3.jsonl`` (90; 30 facts, 40 updates, 20 controls; old facts inside long on-topic stretches,
+  updates said briefly): held out, written in stop 27 by a fourth helper, first run for the same judgement.
 
 Each scenario is stored in a fresh user of one engine (real model, embedded Chroma in a temporary directory), turn
 by turn with its dates, then the question is asked in a new session through the full ``retrieve`` (gate, two-phase,
@@ -145,7 +149,9 @@ def render(result: Mapping[str, Any]) -> str:
            "`retrieve` (gate's own route). Counts of scenarios. `gold_in_memories`: the injected memories hold the "
            "gold turn; `gold_above_stale`: and above the replaced fact; `ranking_top3`: chatrecall's ranking alone, "
            "top 3; `dense_top3` / `bm25_top3`: the same turns and model, top 3. `updates_dev` is a development set "
-           "(rules were tried on it); `facts_heldout` is held out (nothing was designed or chosen on it).", ""]
+           "(rules were tried on it); `facts_heldout`, `facts_heldout2` and `facts_heldout3` are held out (nothing "
+           "was designed or chosen on them; 2 and 3 were written in stop 27, each by a helper who read no project "
+           "file).", ""]
     for name, f in result["files"].items():
         out += [f"## {name}", ""]
         out += [md_table([{"kind": k, **v} for k, v in f.items() if k != "rows"], cols, first="kind"), ""]

@@ -26,8 +26,9 @@ def _script(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return mod
 
 
-def test_there_is_a_development_and_a_held_out_file() -> None:
-    assert [p.name for p in FILES] == ["facts_heldout.jsonl", "updates_dev.jsonl"]
+def test_there_is_a_development_file_and_three_held_out_ones() -> None:
+    assert [p.name for p in FILES] == ["facts_heldout.jsonl", "facts_heldout2.jsonl", "facts_heldout3.jsonl",
+                                       "updates_dev.jsonl"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -41,7 +42,7 @@ def test_every_gold_turn_is_a_user_turn_holding_the_answer(path: Path) -> None:
         assert all(a is not None and b is not None and a < b for a, b in zip(dates, dates[1:])), sc["id"]
         for s, t in sc["gold"]:
             turn = sc["sessions"][s][t]
-            assert turn["role"] == "user" and sc["answer"] in turn["content"], sc["id"]
+            assert turn["role"] == "user" and sc["answer"].casefold() in turn["content"].casefold(), sc["id"]
         assert bool(sc.get("stale")) == (sc["kind"] == "update"), sc["id"]
         for s, t in sc.get("stale", []):
             assert sc["sessions"][s][t]["role"] == "user", sc["id"]
