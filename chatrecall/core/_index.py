@@ -325,6 +325,11 @@ class UserIndex:
         self._link()
         return self._next[np.asarray(positions, dtype=np.int64)]
 
+    def previous_positions(self, positions: np.ndarray) -> np.ndarray:
+        """The previous turn of each given position in its session (-1 for the first)."""
+        self._link()
+        return self._prev[np.asarray(positions, dtype=np.int64)]
+
     @property
     def session_codes(self) -> np.ndarray:
         """Per position: a small integer standing for the record's session."""

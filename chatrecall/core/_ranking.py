@@ -137,6 +137,16 @@ def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfi
     return strat, w
 
 
+def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray,
+                           reply: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate: the base score of the user's turn just before it (the turn a reply answers; 0 where that
+    turn is not a candidate or is another reply), and whether there is such a turn."""
+    prev = _slots(cand, idx.previous_positions(cand))
+    answers = reply & (prev >= 0)
+    answers[answers] &= ~idx.has_role(cand[prev[answers]], "assistant")
+    return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
+
+
 def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
     """For "what was that error?": a turn that shows an error (``ERR_CONN_RESET``, a traceback) matches the
     word "error" as fully as a turn that only says it ("the error is gone"), which BM25 alone cannot see."""
@@ -319,6 +329,16 @@ def rank_memories(
             hops = np.where(bare, 0, hops)
         # report a hop only where the neighbour carried a real share of the score
         hops = np.where(near * nb >= 0.25 * (step + near * sess), hops, 0)
+        # A chatbot's reply restates and discusses the user's turns around it: with their support (the session's,
+        # the next turn's) replies crowded the user's own facts out of the first places (a later update lost to
+        # the replies around the stale fact). A reply keeps only the neighbour support of the user's turn it
+        # answers, so the bot's fix to a problem the user reported stays reachable from that report.
+        reply = idx.has_role(cand, "assistant") & ~bare
+        if reply.any():
+            nb_reply, answers = _answered_turn_support(idx, cand, base, reply)
+            comp["graph"] = np.where(reply, np.minimum((1.0 - params.session_share) * nb_reply / b_total, 1.0),
+                                     comp["graph"])
+            hops = np.where(reply, np.where(answers & (near * nb_reply >= 0.25 * step), 1, 0), hops)
     final = own + graph_w * comp["graph"]
     # Not returned (they lent their support above): a reply that says it does not know, and the user's
     # question asked again (near-identical to the query: the user knows what they asked).
