@@ -196,7 +196,16 @@ _ADVICE = re.compile(
     r"\bwhat (?:[\w-]+ )?(?:rules?|regulations?|requirements?|laws?|documents?|paperwork) (?:apply|do|does|are|is|"
     r"should)\b|\bwhich [\w-]+(?: [\w-]+)? (?:can|should|may) (?:i|we|go|be)\b|"
     r"\bwhat am i (?:owed|entitled to)\b|\bwhat (?:applies|is allowed)\b|"
-    r"\bhow (?:much|long|often|many) should\b|\bunder the [\w\s-]{1,30}(?:rules?|laws?|regulations?)\b",
+    r"\bhow (?:much|long|often|many) should\b|\bunder the [\w\s-]{1,30}(?:rules?|laws?|regulations?)\b|"
+    # stop 27, from a new-user chat ("how long does he legally have to fix it?") and forms like it
+    r"\blegally\b|\bby law\b|\bwhat are (?:my|our) rights\b|\bhow much notice\b|"
+    r"\bhow (?:long|many days|much time) (?:does|do) (?:he|she|they|my [\w-]+|our [\w-]+|the [\w-]+) "
+    r"(?:have|get|need) to\b|"
+    r"\b(?:is|are) (?:my|our|the) [\w-]+ (?:allowed|entitled|required|obliged|supposed) to\b|"
+    r"\b(?:does|do) (?:my|our|the) [\w-]+ have to (?:pay|give|refund|return|fix|repair|cover|let|tell)\b|"
+    r"\b(?:can|could|may) (?:they|he|she|my [\w-]+|our [\w-]+|the [\w-]+) (?:legally )?(?:keep|charge|evict|fire|"
+    r"refuse|withhold|deduct|raise|increase|cancel|enter|sue|bill|fine|tow|ban)\b|"
+    r"\bwhat happens if (?:i|we) (?:miss|don't|do not|fail|forget|cancel|break|quit|exceed|go over)\b",
     re.I,
 )
 

@@ -1,0 +1,46 @@
+"""Which messages ask for advice, rules or what is allowed (``asks_advice``): a memory route that does searches the
+documents too. The first list was written (stop 27) before the patterns that catch its new forms, from a new-user
+chat's miss ("how long does he legally have to fix it?") and forms like it."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatrecall.core._classifier import asks_advice
+
+ASKS = [
+    "my flight TP1351 was 4 hours late, what am I owed?",
+    "is it safe to give him ibuprofen?",
+    "the sink is still leaking and my landlord still hasn't replied, how long does he legally have to fix it?",
+    "how long does my landlord have to return the deposit?",
+    "can my landlord keep the deposit for a stained carpet?",
+    "can they charge me for the late cancellation?",
+    "is my employer allowed to cut my hours like that?",
+    "what are my rights if the airline lost my bag?",
+    "does my boss have to pay me for the training day?",
+    "how much notice does my landlord need to give before visiting?",
+    "is it legal for them to read my work emails?",
+    "what happens if I miss the tax deadline for my side gig?",
+]
+PLAIN = [
+    "what's my landlord's name?",
+    "how long has my sister been in Lyon?",
+    "who's our internet provider?",
+    "when does my flight leave?",
+    "what did the landlord say about the sink?",
+    "how much do we pay for internet?",
+    "does my boss know about the trip?",
+    "what happened with the deposit in the end?",
+    "can you remind me what my cat is called?",
+    "what did I tell you about my rights at work?",
+]
+
+
+@pytest.mark.parametrize("message", ASKS)
+def test_asks_advice(message: str) -> None:
+    assert asks_advice(message)
+
+
+@pytest.mark.parametrize("message", PLAIN)
+def test_a_plain_memory_question_does_not(message: str) -> None:
+    assert not asks_advice(message)
