@@ -1324,7 +1324,7 @@ class ChatRecall(_AsyncMixin):
             run.notes.append("memory not useful: dropped for a strong corpus hit")
             run.rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in run.phase1)
         else:
-            why = "the corpus had nothing" if not run.corpus_items else "the corpus found nothing strong"
+            why = "the corpus found no passage" if not run.corpus_items else "the corpus found nothing strong"
             run.notes.append(f"memory not clearly useful, but {why}: kept")
             run.memory_items = run.phase1
             run.rejected.extend(dataclasses.replace(i, why="phase 2: corpus not strong, memory kept")

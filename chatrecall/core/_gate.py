@@ -287,7 +287,7 @@ class Gate:
         extra_from = len(config.patterns)
         extras: list[tuple[int, int, float]] = []  # (index, target, weight) of the user's extra patterns
         for n_pat, pat in enumerate(config.patterns + config.extra_patterns):
-            w = float(pat.weight) * float(cw.get(pat.category, 1.0))
+            w = round(float(pat.weight) * float(cw.get(pat.category, 1.0)), 6)  # 0.72, not 0.7200000000000001
             if w == 0.0:
                 continue  # disabled category: do not even run it
             i = len(pats)
