@@ -71,6 +71,7 @@ def run_file(engine: Any, emb: CachingEmbedder, path: Path) -> list[dict[str, An
         key_of = dict(zip(ids, keys))
         gold = {f"{s}:{t}" for s, t in sc["gold"]}
         stale = {f"{s}:{t}" for s, t in sc.get("stale", [])}
+        lookalike = {f"{s}:{t}" for s, t in sc.get("control_turn", [])}
         r = engine.retrieve(sc["question"], user_id=user, session_id="question")
         mem = [key_of.get(it.id) for it in r.items if it.source == "memory"]
         dense, bm25 = DenseRanker(emb), BM25Ranker()
@@ -83,6 +84,7 @@ def run_file(engine: Any, emb: CachingEmbedder, path: Path) -> list[dict[str, An
             "id": sc["id"], "kind": sc["kind"], "route": r.route.value,
             "gold_in_memories": any(k in gold for k in mem),
             "gold_above_stale": _above(mem, gold, stale),
+            "lookalike_above_gold": _above(mem, lookalike, gold),
             "memories": len(mem), "tokens": r.tokens_used,
             "dense_top3": any(k in gold for k in dense.rank(q, TOP)),
             "bm25_top3": any(k in gold for k in bm25.rank(q, TOP)),
@@ -101,7 +103,8 @@ def _above(ranked: Sequence[str | None], gold: set[str], stale: set[str]) -> boo
 def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     out: dict[str, Any] = {"n": n}
-    for col in ("gold_in_memories", "gold_above_stale", "dense_top3", "bm25_top3", "ranking_top3"):
+    for col in ("gold_in_memories", "gold_above_stale", "lookalike_above_gold", "dense_top3", "bm25_top3",
+                "ranking_top3"):
         out[col] = sum(bool(r[col]) for r in rows)
     out["memories_per_ask"] = sum(r["memories"] for r in rows) / n if n else 0.0
     out["tokens_per_ask"] = sum(r["tokens"] for r in rows) / n if n else 0.0
@@ -142,12 +145,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def render(result: Mapping[str, Any]) -> str:
-    cols = ["n", "gold_in_memories", "gold_above_stale", "ranking_top3", "dense_top3", "bm25_top3",
-            "memories_per_ask", "tokens_per_ask", "routed_memory_or_both"]
+    cols = ["n", "gold_in_memories", "gold_above_stale", "lookalike_above_gold", "ranking_top3", "dense_top3",
+            "bm25_top3", "memories_per_ask", "tokens_per_ask", "routed_memory_or_both"]
     out = ["# Chatbot chats: the current answer in the prompt", "",
            "Scenarios stored turn by turn in a fresh user, the question asked in a new session through the full "
            "`retrieve` (gate's own route). Counts of scenarios. `gold_in_memories`: the injected memories hold the "
-           "gold turn; `gold_above_stale`: and above the replaced fact; `ranking_top3`: chatrecall's ranking alone, "
+           "gold turn; `gold_above_stale`: and above the replaced fact; `lookalike_above_gold`: a control's look-alike "
+           "injected above the gold turn (or without it); `ranking_top3`: chatrecall's ranking alone, "
            "top 3; `dense_top3` / `bm25_top3`: the same turns and model, top 3. `updates_dev` is a development set "
            "(rules were tried on it); `facts_heldout`, `facts_heldout2` and `facts_heldout3` are held out (nothing "
            "was designed or chosen on them; 2 and 3 were written in stop 27, each by a helper who read no project "
