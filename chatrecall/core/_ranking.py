@@ -338,7 +338,7 @@ def rank_memories(
             nb_reply, answers = _answered_turn_support(idx, cand, base, reply)
             comp["graph"] = np.where(reply, np.minimum((1.0 - params.session_share) * nb_reply / b_total, 1.0),
                                      comp["graph"])
-            hops = np.where(reply, np.where(answers & (near * nb_reply >= 0.25 * step), 1, 0), hops)
+            hops = np.where(reply, np.where(answers & (near * nb_reply / b_total >= 0.25 * step), 1, 0), hops)
     final = own + graph_w * comp["graph"]
     # Not returned (they lent their support above): a reply that says it does not know, and the user's
     # question asked again (near-identical to the query: the user knows what they asked).
