@@ -180,7 +180,10 @@ def test_usearch_over_embedded_chroma_with_the_real_model(tmp_path: Path, monkey
     from chatrecall.adapters.usearch import UsearchIndexFactory, UsearchVectorIndex
 
     monkeypatch.setattr(UserIndex, "EXACT_MAX", 40)
-    monkeypatch.setattr(UserIndex, "SHORTLIST_MIN", 10)
+    # a shortlist of at least 40 of the 120 (the engine's: 20 per k, 1,000 at least), still under the user's size so
+    # the graph is used: the int8 graph orders near-equal similarities approximately, and with a shortlist of exactly
+    # k = 10 the 10th best was once missed (0.064 returned for 0.066, a CI rehearsal under load)
+    monkeypatch.setattr(UserIndex, "SHORTLIST_MIN", 40)
     monkeypatch.setattr(UserIndex, "SHORTLIST_PER_K", 1)
     topics = ["the sprint demo", "a flaky CI job", "lunch plans", "the quarterly budget", "a Python import error",
               "the team offsite", "a Kubernetes upgrade", "the coffee machine", "a code review", "the new laptop"]
