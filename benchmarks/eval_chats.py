@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from chatrecall._bench._common import (
-    BM25Ranker,
     CachingEmbedder,
-    DenseRanker,
     IndexedHaystack,
+    chat_question_time,
     chat_scenario_turns,
     embed_cache_dir,
+    indexed_baselines,
     load_chat_scenarios,
     machine_info,
     make_chatrecall,
@@ -74,12 +74,10 @@ def run_file(engine: Any, emb: CachingEmbedder, path: Path) -> list[dict[str, An
         lookalike = {f"{s}:{t}" for s, t in sc.get("control_turn", [])}
         r = engine.retrieve(sc["question"], user_id=user, session_id="question")
         mem = [key_of.get(it.id) for it in r.items if it.source == "memory"]
-        dense, bm25 = DenseRanker(emb), BM25Ranker()
-        dense.index(keys, texts, meta)
-        bm25.index(keys, texts, meta)
+        dense, bm25 = indexed_baselines(emb, keys, texts, meta)
         hay = IndexedHaystack(emb, keys, texts, meta, extractor=ext)
         q = sc["question"]
-        ranked = hay.rank(q, emb.embed_query(q), ext.extract(q), k=TOP, now=float(meta[-1]["timestamp"]) + 3 * 86400)
+        ranked = hay.rank(q, emb.embed_query(q), ext.extract(q), k=TOP, now=chat_question_time(meta))
         rows.append({
             "id": sc["id"], "kind": sc["kind"], "route": r.route.value,
             "gold_in_memories": any(k in gold for k in mem),
@@ -128,10 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in files:
                 rows = run_file(engine, emb, path)
                 kinds = sorted({r["kind"] for r in rows})
-                result["files"][path.name] = {"all": summarise(rows),
+                whole = summarise(rows)
+                result["files"][path.name] = {"all": whole,
                                               **{k: summarise([r for r in rows if r["kind"] == k]) for k in kinds},
                                               "rows": rows}
-                print(f"{path.name}: {summarise(rows)}", file=sys.stderr, flush=True)
+                print(f"{path.name}: {whole}", file=sys.stderr, flush=True)
         finally:
             engine.close()
     emb.save()

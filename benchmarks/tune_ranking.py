@@ -50,13 +50,14 @@ from typing import Any
 import numpy as np
 
 from chatrecall._bench._common import (
-    BM25Ranker,
     CachingEmbedder,
     DenseRanker,
     IndexedHaystack,
+    chat_question_time,
     chat_scenario_turns,
     default_data_dir,
     embed_cache_dir,
+    indexed_baselines,
     load_chat_scenarios,
     machine_info,
     md_table,
@@ -145,9 +146,7 @@ def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[
     for ci, c in enumerate(convs):
         log(f"LoCoMo {c.sample_id}: {len(c.texts)} turns, {len(c.questions)} questions")
         hay = IndexedHaystack(emb, c.keys, c.texts, c.meta, extractor=ext)
-        dense, bm25 = DenseRanker(emb), BM25Ranker()
-        dense.index(c.keys, c.texts, c.meta)
-        bm25.index(c.keys, c.texts, c.meta)
+        dense, bm25 = indexed_baselines(emb, c.keys, c.texts, c.meta)
         hays.append(hay)
         for qu in c.questions:
             ents = ext.extract(qu.question)
@@ -170,9 +169,7 @@ def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[
         if i % 8 == 0:
             log(f"LongMemEval {i}/{len(lme)}")
         hay = IndexedHaystack(emb, lq.keys, lq.texts, lq.meta, extractor=ext)
-        dense, bm25 = DenseRanker(emb), BM25Ranker()
-        dense.index(lq.keys, lq.texts, lq.meta)
-        bm25.index(lq.keys, lq.texts, lq.meta)
+        dense, bm25 = indexed_baselines(emb, lq.keys, lq.texts, lq.meta)
         hays.append(hay)
         ents = ext.extract(lq.question)
         q = Query("lme", fold_of[i], lq.question, emb.embed_query(lq.question), ents,
@@ -186,14 +183,12 @@ def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[
         for i, sc in enumerate(scen):
             keys, texts, meta = chat_scenario_turns(sc)
             hay = IndexedHaystack(emb, keys, texts, meta, extractor=ext)
-            dense, bm25 = DenseRanker(emb), BM25Ranker()
-            dense.index(keys, texts, meta)
-            bm25.index(keys, texts, meta)
+            dense, bm25 = indexed_baselines(emb, keys, texts, meta)
             hays.append(hay)
             ents = ext.extract(sc["question"])
-            now = float(meta[-1]["timestamp"]) + 3 * 86400.0
             q = Query("chat", i % FOLDS, sc["question"], emb.embed_query(sc["question"]), ents,
-                      classify_query(sc["question"], ents), len(hays) - 1, now, f"{sc['kind']}/{sc['style']}",
+                      classify_query(sc["question"], ents), len(hays) - 1, chat_question_time(meta),
+                      f"{sc['kind']}/{sc['style']}",
                       evidence=[f"{s}:{t}" for s, t in sc["gold"]])
             q.baselines = {"dense_only": dense.rank(sc["question"], CHAT_K),
                            "bm25_only": bm25.rank(sc["question"], CHAT_K)}

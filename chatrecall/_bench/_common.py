@@ -742,6 +742,20 @@ def chat_scenario_turns(sc: Mapping[str, Any]) -> tuple[list[str], list[str], li
     return keys, texts, meta
 
 
+def chat_question_time(meta: Sequence[Mapping[str, Any]]) -> float:
+    """When a chat scenario's question is asked: three days after its last turn (``chat_scenario_turns``' meta)."""
+    return float(meta[-1]["timestamp"]) + 3 * 86400.0
+
+
+def indexed_baselines(embedder: Embedder, keys: Sequence[str], texts: Sequence[str],
+                      meta: Sequence[Mapping[str, Any]]) -> tuple[DenseRanker, BM25Ranker]:
+    """The dense and BM25 baselines, both indexed on the same turns."""
+    dense, bm25 = DenseRanker(embedder), BM25Ranker()
+    dense.index(keys, texts, meta)
+    bm25.index(keys, texts, meta)
+    return dense, bm25
+
+
 class IndexedHaystack:
     """A haystack in a bare :class:`UserIndex`, as the engine would hold it, without a store.
 

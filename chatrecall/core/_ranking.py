@@ -137,13 +137,13 @@ def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfi
     return strat, w
 
 
-def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray,
+def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, bot: np.ndarray,
                            reply: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per candidate: the base score of the user's turn just before it (the turn a reply answers; 0 where that
-    turn is not a candidate or is another reply), and whether there is such a turn."""
+    turn is not a candidate or is another reply), and whether there is such a turn. ``bot``: the candidates said
+    by the assistant; ``reply``: those that take this support."""
     prev = _slots(cand, idx.previous_positions(cand))
-    answers = reply & (prev >= 0)
-    answers[answers] &= ~idx.has_role(cand[prev[answers]], "assistant")
+    answers = reply & (prev >= 0) & ~bot[prev.clip(min=0)]
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
 
 
@@ -291,6 +291,7 @@ def rank_memories(
     base = sum(w[c] * comp[c] for c in BASE)
     assert isinstance(base, np.ndarray)
     own = base
+    bot = idx.has_role(cand, "assistant")  # a chatbot's replies (only chatbot transcripts hold them)
     if params.question_pass > 0 or params.assistant_answer_pass > 0:
         # A question (or request) answered by another speaker: the answer is what the user wants back,
         # so the question keeps only part of its score and hands the rest to its answer.
@@ -301,7 +302,7 @@ def rank_memories(
             ok = ans >= 0
             # A chatbot's reply takes the larger share, unless the user's turn also states something about the
             # user ("Our internet is with Xfinity and it drops every evening. Any ideas?"): that turn is the fact.
-            to_bot = idx.has_role(cand[ans.clip(min=0)], "assistant") & ok
+            to_bot = bot[ans.clip(min=0)] & ok
             passed = np.where(to_bot, np.where(idx.states_own(cand[q]), 0.0,
                                                max(params.question_pass, params.assistant_answer_pass)),
                               params.question_pass)
@@ -333,9 +334,9 @@ def rank_memories(
         # the next turn's) replies crowded the user's own facts out of the first places (a later update lost to
         # the replies around the stale fact). A reply keeps only the neighbour support of the user's turn it
         # answers, so the bot's fix to a problem the user reported stays reachable from that report.
-        reply = idx.has_role(cand, "assistant") & ~bare
+        reply = bot & ~bare
         if reply.any():
-            nb_reply, answers = _answered_turn_support(idx, cand, base, reply)
+            nb_reply, answers = _answered_turn_support(idx, cand, base, bot, reply)
             comp["graph"] = np.where(reply, np.minimum((1.0 - params.session_share) * nb_reply / b_total, 1.0),
                                      comp["graph"])
             hops = np.where(reply, np.where(answers & (near * nb_reply / b_total >= 0.25 * step), 1, 0), hops)
