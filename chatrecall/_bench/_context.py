@@ -102,6 +102,8 @@ class Outcome:
     injected: bool
     route: str
     memory: bool = False  # a memory turn naming the topic reached the prompt (found, or in the recent window)
+    passage_tokens: int = 0  # tokens of the corpus passages injected
+    other_passage_tokens: int = 0  # of those, the passages that are not a gold document's
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class GeneralOutcome:
     tokens: int  # tokens injected (memories, passages, recent window), over all questions
     probed: int  # questions whose memory was probed before the corpus
     p50_ms: float = 0.0  # median retrieve latency
+    passage_tokens: int = 0  # corpus passage tokens injected, over all questions
 
 
 class ContextHarness:
@@ -199,7 +202,7 @@ class ContextHarness:
         users = [self.user(cs, sc) for cs in self.sets for sc in cs.scenarios]
         self._configure(probe=probe, mix=mix, overrides=overrides)
         self.clock.t = self._now
-        with_memory = memory_tokens = tokens = 0
+        with_memory = memory_tokens = tokens = passage_tokens = 0
         ms: list[float] = []
         probes_before = self.engine.metrics.snapshot()["counters"].get("probes.memory", 0)
         try:
@@ -210,12 +213,13 @@ class ContextHarness:
                 mem = [i for i in r.items if i.source == "memory"]
                 with_memory += bool(mem)
                 memory_tokens += sum(i.tokens for i in mem)
+                passage_tokens += sum(i.tokens for i in r.items if i.source == "corpus")
                 tokens += r.tokens_used
         finally:
             self._configure()
         probed = self.engine.metrics.snapshot()["counters"].get("probes.memory", 0) - probes_before
         return GeneralOutcome(len(questions), with_memory, memory_tokens, tokens, probed,
-                              float(statistics.median(ms)) if ms else 0.0)
+                              float(statistics.median(ms)) if ms else 0.0, passage_tokens)
 
     def _configure(self, *, items: int | None = None, recent: bool | None = None, probe: bool | None = None,
                    mix: str | None = None, overrides: Mapping[str, Any] | None = None) -> None:
@@ -243,7 +247,9 @@ class ContextHarness:
         evidence = set(sc.evidence)
         memory = any(i.source == "memory" and i.text in evidence for i in r.items) \
             or any(i.text in evidence for i in r.recent)
-        return Outcome(sc.sid, sc.kind, rank, injected, r.route.value, memory)
+        passages = [i for i in r.items if i.source == "corpus" and i.record is not None]
+        return Outcome(sc.sid, sc.kind, rank, injected, r.route.value, memory,
+                       sum(i.tokens for i in passages), sum(i.tokens for i in passages if i.record.session_id not in gold))
 
     def close(self) -> None:
         self.emb.save()

@@ -1224,12 +1224,34 @@ class ChatRecall(_AsyncMixin):
             else:
                 qvec, context = self._corpus_query(run) if informed else (run.qvec, "")
                 run.corpus_items = self._search_corpus(qvec, run.entities, run.user_id, run.k, context=context)
+                self._drop_weak_passages(run)
                 self.metrics.incr("searches_run.corpus")
         except StoreError as exc:
             run.notes.append(f"degraded: corpus store unavailable ({exc})")
             self.metrics.incr("degraded")
             run.store_down = isinstance(exc, StoreUnavailableError)
         run.timings["corpus"] = (time.perf_counter() - t) * 1e3
+
+    def _drop_weak_passages(self, run: _Run) -> None:
+        """Reject the passages under ``max(passage_floor, passage_share x the best passage's score)``.
+
+        The corpus search returns up to ``k`` passages over ``relevance_floor``; after the one that answers,
+        the rest are mostly the corpus's nearest neighbours on other subjects ("how long do cats usually
+        live?" against a lease's pet clause), and a general question the corpus does not cover gets only
+        those. They are recorded in ``rejected`` with the cut that dropped them.
+        """
+        cfg = self.retrieval_config
+        items = run.corpus_items
+        if not items or (cfg.passage_floor <= 0.0 and cfg.passage_share <= 0.0):
+            return
+        best = max(i.score for i in items)
+        cut = max(cfg.passage_floor, cfg.passage_share * best)
+        if all(i.score >= cut for i in items):
+            return
+        run.corpus_items = [i for i in items if i.score >= cut]
+        why = (f"passage score {{:.2f}} < {cut:.2f} (passage_floor {cfg.passage_floor}, "
+               f"passage_share {cfg.passage_share} x the best {best:.2f})")
+        run.rejected.extend(dataclasses.replace(i, why=why.format(i.score)) for i in items if i.score < cut)
 
     def _corpus_query(self, run: _Run) -> tuple[np.ndarray, str]:
         """The corpus query vector of a turn that searches both: the message's, with what the conversation
