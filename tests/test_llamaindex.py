@@ -570,3 +570,28 @@ def test_import_guard_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.undo()
         importlib.import_module("chatrecall.adapters.llamaindex")
 
+
+
+@pytest.mark.model
+def test_a_message_put_before_get_does_not_route_its_own_words_to_memory(real_engine: ChatRecall) -> None:
+    """A new user's chat: LlamaIndex puts the user's message, then gets the prompt. "what's the capital of
+    Slovenia?" was routed to memory too ("query names 'slovenia' from memory"): the only memory naming Slovenia
+    was the message itself, just stored. Mentions in the session's recent window no longer count."""
+    cr = real_engine
+    cr.add_documents([{"id": "winter", "text": "Feed a 2:1 sugar syrup in autumn so the colony can store it "
+                                               "before the cold sets in."}])
+    memory = ChatRecallMemory.from_defaults(engine=cr, user_id="priya", session_id="s2")
+    memory.put(ChatMessage(role="user", content="I started beekeeping this spring, two hives on my allotment."))
+    memory.put(ChatMessage(role="assistant", content="Welcome to beekeeping!"))
+    memory.put(ChatMessage(role="user", content="what's the capital of Slovenia?"))
+    memory.get()
+    res = memory.last_result
+    assert res is not None
+    assert not any("from memory: searching memory too" in n for n in res.notes), res.explain()
+    assert not res.route.wants_memory, res.explain()
+    # a name the user's older memories hold still brings memory in (the rule is kept, only the window is left out)
+    memory2 = ChatRecallMemory.from_defaults(engine=cr, user_id="priya", session_id="s3")
+    memory2.put(ChatMessage(role="user", content="what's the capital of Slovenia?"))
+    memory2.get()
+    res2 = memory2.last_result
+    assert res2 is not None and any("from memory: searching memory too" in n for n in res2.notes), res2.explain()

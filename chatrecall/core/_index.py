@@ -823,9 +823,17 @@ class UserIndex:
             arr = self._ent_np[key] = np.asarray(self._ent[key], dtype=np.int64)
         return arr
 
-    def known(self, keys: Iterable[str]) -> list[str]:
-        """The entity keys among ``keys`` that some memory mentions (dict lookups, no search)."""
-        return [k for k in dict.fromkeys(keys) if k in self._ent]
+    def known(self, keys: Iterable[str], exclude: Iterable[int] = ()) -> list[str]:
+        """The entity keys among ``keys`` that some memory mentions (dict lookups, no search).
+
+        Args:
+            keys: Entity keys.
+            exclude: Positions whose mentions do not count (the session's recent window, which holds the
+                message itself when the caller stored it before asking).
+        """
+        skip = set(exclude)
+        ent = self._ent
+        return [k for k in dict.fromkeys(keys) if k in ent and (not skip or any(p not in skip for p in ent[k]))]
 
     def recency(self, now: float, half_life_s: float, positions: np.ndarray | None = None) -> np.ndarray:
         """exp(-ln2 * age / half_life) per (given) position, 1.0 for the newest possible."""
