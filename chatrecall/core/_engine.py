@@ -976,8 +976,8 @@ class ChatRecall(_AsyncMixin):
         t = time.perf_counter()
         gate = self.gate.decide(run.message)
         run.timings["gate"] = (time.perf_counter() - t) * 1e3
-        run.query = self._search_text(run, gate)
         self._state_step(run, include_recent)
+        run.query = self._search_text(run, gate)
         plan = self._plan_route(run, gate, forced)
         if plan.route is Route.NONE:
             self.metrics.incr("searches_skipped.route_none")
@@ -1014,12 +1014,23 @@ class ChatRecall(_AsyncMixin):
     # ---------------------------------------------------------------- retrieve steps
     @staticmethod
     def _search_text(run: _Run, gate: GateDecision) -> str:
-        """What the searches look for: a correction's message without what it rules out."""
+        """What the searches look for: a correction's message without what it rules out, after the question it
+        corrects.
+
+        "no, I meant the other hive" names the new referent; the question before it ("what colour is the queen
+        marked?") names what is asked. The session's last user turn before the correction (in the recent window)
+        is searched with it; with none, the correction alone.
+        """
         if not gate.correction:
             return run.message
         query = drop_negated(run.message)
         if query != run.message:
             run.notes.append(f"correction: searching for {query!r} (what it rules out is left out)")
+        asked = next((i.record.text for i in reversed(run.recent) if i.record is not None
+                      and i.record.role == "user" and i.record.text.strip() != run.message.strip()), None)
+        if asked:
+            run.notes.append(f"correction: searched with the turn it corrects ({asked!r:.80})")
+            query = f"{asked} {query}"
         return query
 
     def _state_step(self, run: _Run, include_recent: bool) -> None:
