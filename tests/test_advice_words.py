@@ -21,6 +21,14 @@ ASKS = [
     "how much notice does my landlord need to give before visiting?",
     "is it legal for them to read my work emails?",
     "what happens if I miss the tax deadline for my side gig?",
+    # stop 28, written before the patterns that catch them: what a rule or an event requires ("what jars do I need
+    # for my show entry?" from a new-user chat never read the show rules) and forms like it
+    "what jars do I need for my show entry?",
+    "what documents do I need for my visa appointment?",
+    "what paperwork do we need for the mortgage application?",
+    "what vaccinations does my dog need for the trip to France?",
+    "what forms do I need to fill in for my tax return?",
+    "what do I need to bring to my driving test?",
 ]
 PLAIN = [
     "what's my landlord's name?",
@@ -33,6 +41,15 @@ PLAIN = [
     "what happened with the deposit in the end?",
     "can you remind me what my cat is called?",
     "what did I tell you about my rights at work?",
+    "what groceries did we need for the party?",
+    "what did I need the ladder for?",
+]
+#: Plain questions the older "do I need to" form flags (a known over-reach, left as is in stop 28: narrowing it
+#: would change which held-out messages it catches, and it was not measured).
+OVER_REACH = [
+    "what do I need to pick up from the store?",
+    "what do I need to tell Sarah before Friday?",
+    "what time do I need to leave for my flight?",
 ]
 
 
@@ -43,4 +60,10 @@ def test_asks_advice(message: str) -> None:
 
 @pytest.mark.parametrize("message", PLAIN)
 def test_a_plain_memory_question_does_not(message: str) -> None:
+    assert not asks_advice(message)
+
+
+@pytest.mark.parametrize("message", OVER_REACH)
+@pytest.mark.xfail(strict=True, reason="the 'do I need to' form flags a to-do question too")
+def test_known_over_reach(message: str) -> None:
     assert not asks_advice(message)

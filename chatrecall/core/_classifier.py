@@ -205,7 +205,9 @@ _ADVICE = re.compile(
     r"\b(?:does|do) (?:my|our|the) [\w-]+ have to (?:pay|give|refund|return|fix|repair|cover|let|tell)\b|"
     r"\b(?:can|could|may) (?:they|he|she|my [\w-]+|our [\w-]+|the [\w-]+) (?:legally )?(?:keep|charge|evict|fire|"
     r"refuse|withhold|deduct|raise|increase|cancel|enter|sue|bill|fine|tow|ban)\b|"
-    r"\bwhat happens if (?:i|we) (?:miss|don't|do not|fail|forget|cancel|break|quit|exceed|go over)\b",
+    r"\bwhat happens if (?:i|we) (?:miss|don't|do not|fail|forget|cancel|break|quit|exceed|go over)\b|"
+    # stop 28, from a new-user chat ("what jars do I need for my show entry?"): what an event or a rule requires
+    r"\bwhat [\w-]+(?: [\w-]+)? (?:do|does) (?:i|we|my [\w-]+|our [\w-]+) need (?:for|to (?:bring|submit|file|fill|show))\b",
     re.I,
 )
 
