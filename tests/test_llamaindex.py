@@ -479,6 +479,22 @@ def test_postprocessor_budget_top_n_and_recency() -> None:
     assert [n.node.node_id for n in newest] == [f"n{i}" for i in range(6)]
 
 
+def test_postprocessor_ages_nodes_on_the_clock_it_is_given() -> None:
+    """A new user dated their sessions with a ManualClock: the postprocessor aged nodes against the wall clock
+    (every recency about 3e-7). ``clock=`` takes the engine's clock."""
+    clock = ManualClock(1_780_000_000.0)
+    nodes = [NodeWithScore(node=TextNode(id_=f"n{i}", text=f"hive notes {i}", metadata={"timestamp": clock.t - i * DAY}),
+                           score=0.5) for i in range(3)]
+    pp = ChatRecallPostprocessor(weights={"recency": 1.0}, diversity_threshold=1.0, clock=clock)
+    rec = [n.node.metadata["chatrecall"]["components"]["recency"] for n in pp.postprocess_nodes(nodes, query_str="hive")]
+    assert rec[0] == pytest.approx(1.0) and rec[1] == pytest.approx(0.5 ** (1 / 7), rel=1e-3)
+    wall = ChatRecallPostprocessor(weights={"recency": 1.0}, diversity_threshold=1.0)
+    assert max(n.node.metadata["chatrecall"]["components"]["recency"]
+               for n in wall.postprocess_nodes(nodes, query_str="hive")) < 0.01  # without it: the system clock
+    with pytest.raises(ConfigError, match="clock=3 is invalid"):
+        ChatRecallPostprocessor(clock=3)
+
+
 def test_postprocessor_in_vector_index_query_engine() -> None:
     docs = [Document(text=t, id_=i) for i, t in [
         ("w", "The weather in Lyon was sunny."), ("db", "Billing data lives in Postgres."),

@@ -689,6 +689,9 @@ class ChatRecallPostprocessor(BaseNodePostprocessor):
         timestamp_key: Metadata key holding a unix time, datetime or ISO date.
         token_counter: Anything ``as_token_counter`` accepts (tiktoken encoding, ...).
         extractor: A chatrecall ``EntityExtractor`` (default: the regex one).
+        clock: What "now" is for recency: a callable returning epoch seconds,
+            e.g. the ``ManualClock`` your engine was built with (default: the
+            system clock).
     """
 
     embedder: Any = Field(default=None, exclude=True)
@@ -700,6 +703,7 @@ class ChatRecallPostprocessor(BaseNodePostprocessor):
     timestamp_key: str = "timestamp"
     token_counter: Any = Field(default=None, exclude=True)
     extractor: Any = Field(default=None, exclude=True)
+    clock: Any = Field(default=None, exclude=True)
     _embedder: Embedder | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
@@ -710,6 +714,8 @@ class ChatRecallPostprocessor(BaseNodePostprocessor):
         elif emb is not None and not isinstance(emb, Embedder):
             raise ConfigError(f"embedder={emb!r} is invalid: pass a chatrecall Embedder or a LlamaIndex BaseEmbedding")
         self._embedder = emb
+        if self.clock is not None and not callable(self.clock):
+            raise ConfigError(f"clock={self.clock!r} is invalid: pass a callable returning epoch seconds (time.time)")
         if self.extractor is None:
             from chatrecall.core import RegexEntityExtractor
 
@@ -733,6 +739,7 @@ class ChatRecallPostprocessor(BaseNodePostprocessor):
             top_n=self.top_n,
             diversity_threshold=self.diversity_threshold,
             half_life_s=self.half_life_s,
+            now=None if self.clock is None else float(self.clock()),
         )
 
     def _postprocess_nodes(
