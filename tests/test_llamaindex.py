@@ -592,7 +592,7 @@ def test_import_guard_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_message_put_before_get_does_not_route_its_own_words_to_memory(real_engine: ChatRecall) -> None:
     """A new user's chat: LlamaIndex puts the user's message, then gets the prompt. "what's the capital of
     Slovenia?" was routed to memory too ("query names 'slovenia' from memory"): the only memory naming Slovenia
-    was the message itself, just stored. Mentions in the session's recent window no longer count."""
+    was the message itself, just stored. The message's own stored copy no longer counts."""
     cr = real_engine
     cr.add_documents([{"id": "winter", "text": "Feed a 2:1 sugar syrup in autumn so the colony can store it "
                                                "before the cold sets in."}])
@@ -605,7 +605,7 @@ def test_a_message_put_before_get_does_not_route_its_own_words_to_memory(real_en
     assert res is not None
     assert not any("from memory: searching memory too" in n for n in res.notes), res.explain()
     assert not res.route.wants_memory, res.explain()
-    # a name the user's older memories hold still brings memory in (the rule is kept, only the window is left out)
+    # a name the user's older memories hold still brings memory in (the rule is kept, only the message is left out)
     memory2 = ChatRecallMemory.from_defaults(engine=cr, user_id="priya", session_id="s3")
     memory2.put(ChatMessage(role="user", content="what's the capital of Slovenia?"))
     memory2.get()

@@ -1124,10 +1124,11 @@ class ChatRecall(_AsyncMixin):
         if route is Route.CORPUS and st is not None:
             run.entities = self.extractor.extract(run.query)
             with st.lock:
-                # mentions in the recent window do not count: the memory search leaves the window out, and it
-                # holds the message itself when the caller stored it before asking (LlamaIndex's put, then get)
-                window = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos]
-                hits = st.index.known((e.key for e in run.entities if e.kind in _ANCHOR_KINDS), exclude=window)
+                # the message itself does not count when the caller stored it before asking (LlamaIndex's put,
+                # then get): its copy in the recent window would name every anchor of the message
+                itself = [st.index.pos[i.id] for i in run.recent
+                          if i.id in st.index.pos and i.record is not None and i.record.text.strip() == run.message.strip()]
+                hits = st.index.known((e.key for e in run.entities if e.kind in _ANCHOR_KINDS), exclude=itself)
             if hits:
                 route = Route.BOTH
                 run.notes.append(f"query names {hits[0]!r} from memory: searching memory too")

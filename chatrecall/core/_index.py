@@ -828,8 +828,8 @@ class UserIndex:
 
         Args:
             keys: Entity keys.
-            exclude: Positions whose mentions do not count (the session's recent window, which holds the
-                message itself when the caller stored it before asking).
+            exclude: Positions whose mentions do not count (the message itself, when the caller stored it
+                before asking).
         """
         skip = set(exclude)
         ent = self._ent
