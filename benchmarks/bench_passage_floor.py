@@ -117,6 +117,15 @@ def choose(results: Mapping[Config, Mapping[str, Mapping[str, list[Outcome]]]],
     return min(ok, key=key)
 
 
+def blind_general(folder: Path, set_name: str) -> list[str]:
+    """General questions written with a blind file, its documents not covering them: ``general_<x>.jsonl`` beside
+    ``set_<x>.json`` (one ``{"text": ...}`` per line); empty when there is none."""
+    path = folder / f"general_{set_name.removeprefix('set_')}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def describe(c: Config) -> str:
     return "no floor" if c == OFF else f"floor {c[0]}, share {c[1]}"
 
@@ -171,6 +180,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 blind[describe(c)] = {"files": {n: stats(flat(res, [n])) for n in bnames},
                                       "ways": {w: stats(flat({w: res[w]}, bnames)) for w in res},
                                       "general": {"n": g.n, "passage_tokens": g.passage_tokens / g.n}}
+                for n in bnames:  # a blind file's own general questions (general_<set letter>.jsonl), by its users
+                    own = blind_general(args.blind, n)
+                    if own:
+                        go = bh.run_general(own, only=[n], overrides={"passage_floor": c[0], "passage_share": c[1]})
+                        blind[describe(c)]["general_" + n] = {"n": go.n, "passage_tokens": go.passage_tokens / go.n}
     out = {"date": time.strftime("%Y-%m-%d"), "machine": machine_info(), "grid": grid, "tolerance": TOLERANCE, "final": list(final), "folds": folds,
            "in_sample": in_sample, "blind": blind}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +217,11 @@ def render(out: Mapping[str, Any], names: Sequence[str]) -> str:
             for w, s in b["ways"].items():
                 rows.append(row(f"{label}: {w}", s))
         lines += [md_table(rows, heads[1:], first="system"), ""]
+        for key in sorted({k for b in out["blind"].values() for k in b if k.startswith("general_")}):
+            lines += [f"General questions written with `{key.removeprefix('general_')}` (its documents do not cover "
+                      f"them; asked by its users), passage tokens / question: " + ", ".join(
+                          f"{label} {b[key]['passage_tokens']:.0f}" for label, b in out["blind"].items() if key in b)
+                      + f" (n = {next(b[key]['n'] for b in out['blind'].values() if key in b)}).", ""]
         lines += ["Held-out general questions, passage tokens / question: " + ", ".join(
             f"{label} {b['general']['passage_tokens']:.0f}" for label, b in out["blind"].items())
             + f" (n = {next(iter(out['blind'].values()))['general']['n']}).", ""]

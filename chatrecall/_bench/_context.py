@@ -193,13 +193,15 @@ class ContextHarness:
         return out
 
     def run_general(self, questions: Sequence[str], *, probe: bool | None = None,
-                    mix: str | None = None, overrides: Mapping[str, Any] | None = None) -> GeneralOutcome:
+                    mix: str | None = None, overrides: Mapping[str, Any] | None = None,
+                    only: Sequence[str] | None = None) -> GeneralOutcome:
         """General questions (no reference to the user) asked by the benchmark's users, in new sessions.
 
-        Question ``j`` is asked by the ``j``-th user (round robin), whose history is about other things:
-        every memory injected is a cost, not an answer. The engine's own constants otherwise.
+        Question ``j`` is asked by the ``j``-th user (round robin; ``only``: the users of these sets), whose
+        history is about other things: every memory injected is a cost, not an answer. The engine's own
+        constants otherwise.
         """
-        users = [self.user(cs, sc) for cs in self.sets for sc in cs.scenarios]
+        users = [self.user(cs, sc) for cs in self.sets if only is None or cs.name in only for sc in cs.scenarios]
         self._configure(probe=probe, mix=mix, overrides=overrides)
         self.clock.t = self._now
         with_memory = memory_tokens = tokens = passage_tokens = 0
