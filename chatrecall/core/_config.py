@@ -168,8 +168,8 @@ class RetrievalConfig:
             (default) turns it off. Opt-in, both: ``passage_floor=0.18,
             passage_share=0.6`` (what ``benchmarks/bench_passage_floor.py``
             chooses) cut the passage tokens that are not a gold document's by
-            28-38 % on held-out files, at one gold document in 80 questions
-            lost on one file (``benchmarks/results/passage_floor.md``).
+            19-34 % on three held-out files, at most one gold document in 80
+            questions lost per file (``benchmarks/results/passage_floor.md``).
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
