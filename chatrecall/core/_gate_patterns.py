@@ -394,7 +394,8 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p(CORRECTION, r"^\W*(?:no|nope|nah|not quite|not really|wrong|actually|sorry|oops|hmm|err|um|no no)\W+"
                    r"(?:i|i've|i'd)\s+(?:meant|mean|was asking|was talking|was referring|asked|said|wanted|"
                    r"was looking|am asking|am talking)\b", 1.0),
-    _p(CORRECTION, r"\bi\s+meant\b", 1.0),
+    # not an inverted question ("am I meant to cut it?", "was I meant to sign?")
+    _p(CORRECTION, r"(?<!\bam\s)(?<!\bwas\s)\bi\s+meant\b", 1.0),
     _p(CORRECTION, r"\bnot\s+(?:that|this|the)\s+(?:one|ones|thing|part|option|file|version)\b", 0.8),
     _p(CORRECTION, r"\b(?:that|this|it)(?:'s|\s+is|\s+was|\s+isn't|\s+wasn't)\s+(?:not\s+)?"
                    r"(?:what i|what we)\s+(?:asked|meant|said|wanted|was asking|was looking|need)", 1.0),
