@@ -544,6 +544,129 @@ def test_indexed_gate_matches_brute_force_search(words: list[str]) -> None:
 _GATE = Gate()
 
 
+# --- required words: a pattern is skipped only when it cannot match -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("regex", "sets"),
+    [
+        (r"\bfoo\s+(?:bar|baz)\b", [{"foo"}, {"bar", "baz"}]),
+        (r"^\W*what\b.*\bmy\b", [{"my"}]),
+        (r"\bwhy\s+(?:[\w-]+\s+){0,2}(?:my|our)\s+\w+", [{"why"}, {"my", "our"}]),
+        (r"\bgo\s+(?:there|home)(?:\s+again)?", [{"go"}]),  # "there"/"home" may run on into a word: no set
+        (r"\b(?:x\s+the\s+(?:cat|dog)|my)\b", [{"x", "my"}, {"cat", "dog", "my"}]),
+        (r"\bit\s+\w+", [{"it"}]),
+    ],
+)
+def test_required_words_derives_sets(regex: str, sets: list[set[str]]) -> None:
+    from chatrecall.core._regex_index import required_words
+
+    got = [set(s) for s in required_words(regex)]
+    for want in sets:
+        assert want in got, (regex, got)
+
+
+@pytest.mark.parametrize("regex", [r"\w+ing\b", r"foo", r"\bfoo\w*", r"(?:\bx\b)?y", r"\b(?:a|\w+)\b"])
+def test_required_words_gives_nothing_it_cannot_prove(regex: str) -> None:
+    from chatrecall.core._regex_index import required_words
+
+    assert required_words(regex) == []
+
+
+def _required_vocab() -> list[str]:
+    """Words the default patterns require, a few per set, plus the brute-force vocabulary."""
+    import random
+
+    from chatrecall.core._regex_index import required_words
+
+    rnd = random.Random(7)
+    words = set(_VOCAB)
+    for p in DEFAULT_PATTERNS:
+        for ws in required_words(p.regex, re.IGNORECASE):
+            words.update(rnd.sample(sorted(ws), min(3, len(ws))))
+    return sorted(words)
+
+
+_REQUIRED_VOCAB = _required_vocab()
+
+
+def test_required_words_hold_in_every_match() -> None:
+    # Soundness on the whole default table: whenever a pattern matches a message, the message holds a word
+    # of each set the pattern requires (so the gate's skipping never drops a match).
+    import random
+
+    from chatrecall.core._gate import _TOKEN
+    from chatrecall.core._regex_index import required_words
+
+    rnd = random.Random(11)
+    messages = [" ".join(rnd.choice(_REQUIRED_VOCAB) for _ in range(rnd.randint(1, 16))) for _ in range(400)]
+    messages += ["What time is my dentist appointment tomorrow?", "did I tell you what my sister's name is",
+                 "how old is my dog again", "who is coming to the wedding", "what's the wifi password",
+                 "no, I meant the earlier thing", "ok thanks, that worked", "where did we park the car"]
+    lows = [m.replace("\u2019", "'").lower() for m in messages]
+    words = [set(_TOKEN.findall(low)) for low in lows]
+    checked = 0
+    for p in DEFAULT_PATTERNS:
+        sets = [s for s in required_words(p.regex, re.IGNORECASE) if all(w.isascii() for w in s)]
+        if not sets:
+            continue
+        rx = re.compile(p.regex, re.IGNORECASE)
+        for low, ws in zip(lows, words):
+            if rx.search(low) is not None:
+                checked += 1
+                assert all(not s.isdisjoint(ws) for s in sets), (p.name, low)
+    assert checked > 100  # the messages do exercise the patterns
+
+
+@given(st.lists(st.sampled_from(_REQUIRED_VOCAB), min_size=1, max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_gate_with_required_words_matches_brute_force(words: list[str]) -> None:
+    message = " ".join(words)
+    got = Counter(r.pattern for r in _GATE.decide(message).reasons)
+    assert got == _brute_force(GateConfig(), message), message
+
+
+def test_required_words_skip_work() -> None:
+    from chatrecall.core._gate import _TOKEN
+
+    g = Gate()
+    low = "what time is it in tokyo"
+    mask = 0
+    for w in _TOKEN.findall(low):
+        mask |= g._lookup[w][3]
+    anchored = g._first["what"]
+    tried = {i for i, _ in anchored.run(mask & anchored.bits)}
+    names = {g._pats[i][6] for i in tried}
+    assert "personal.question_about_mine" not in names  # no "my", "our", family word, ...
+    assert len(tried) < len(anchored._pats) / 2
+    _, _, grp, _ = g._lookup["what"][2]
+    full = grp.variants[grp.bits][1]
+    assert len(grp.variant(mask & grp.bits)[1]) < len(full)
+    # a message holding the words tries the pattern; one with non-ASCII letters (which IGNORECASE may match
+    # with ASCII ones) skips nothing; emoji change nothing; all find what searching every pattern finds
+    assert "personal.question_about_mine" in {
+        r.name for r in g.decide("what time is my dentist appointment tomorrow").reasons}
+    for message in ("what time is my dentist appointment tomorrow \u00e9", "\u017fo what did I \u212aeep",
+                    "what time is it in tokyo \U0001f62d", "how old is my dog again \U0001f436",
+                    "wha\u0301t did we \u0130 decide"):
+        assert Counter(r.pattern for r in g.decide(message).reasons) == _brute_force(GateConfig(), message)
+
+
+def test_bounded_mask_tables_change_no_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past the bounds the tables start again empty and the merged groups fall back on their full regex:
+    # slower, same decisions.
+    import chatrecall.core._gate as gate_module
+
+    messages = ["Remember that cheese project?", "what time is my dentist appointment tomorrow",
+                "what did we decide about the venue", "how old is my dog again", "thanks, that worked!",
+                "what is the capital of france", "did I tell you what my sister's name is", "no, I meant the other one"]
+    expected = [_GATE.decide(m) for m in messages]
+    monkeypatch.setattr(gate_module, "_MAX_MASKS", 1)
+    monkeypatch.setattr(gate_module, "_MAX_SUBSETS", 1)
+    g = Gate()
+    assert [g.decide(m) for m in messages] * 2 == [g.decide(m) for m in messages * 2] == expected * 2
+
+
 def test_indexed_gate_matches_brute_force_on_examples() -> None:
     cfg = GateConfig()
     for message in (

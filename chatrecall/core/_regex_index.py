@@ -5,16 +5,21 @@ so a message costs one ``match`` call per word. This module derives those
 first words by walking the regex parser's output (``re._parser``, private but
 stable across CPython 3.11-3.13); where the analysis fails a pattern is simply
 searched on every message, so indexing never changes what matches.
+
+The same walk, started inside the regex wherever a word must begin, gives the
+words a match requires (:func:`required_words`): the gate skips a pattern when
+the message holds none of the words of one of its sets.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "needs_ignorecase"]
+__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "needs_ignorecase", "required_words"]
 
 # --- first-word analysis ----------------------------------------------------
 #
@@ -68,6 +73,20 @@ def _analyse(regex: str, flags: int = 0) -> _Trigger | None:
         parsed = _sp.parse(regex, flags)
     except Exception:  # pragma: no cover - the regex compiled already
         return None
+    done = _walk(list(parsed))
+    if done is None:
+        return None
+    words = frozenset(w for w, _, _ in done)
+    if all(b for _, _, b in done):
+        return _Trigger(words, _MODE_FIRST)
+    if not any(c for _, c, _ in done):
+        return _Trigger(words, _MODE_AT)
+    return _Trigger(words, _MODE_SEARCH)
+
+
+def _walk(items: list[tuple[Any, Any]]) -> set[tuple[str, bool, bool]] | None:
+    """(first word, consumed a char before it, passed a ^ before it) of every match of the parsed regex
+    ``items``, or None when some match may begin mid-word, end mid-word, hold no word, or the walk fails."""
     done: set[tuple[str, bool, bool]] = set()
     sc = _sc
 
@@ -182,24 +201,126 @@ def _analyse(regex: str, flags: int = 0) -> _Trigger | None:
         return states
 
     try:
-        open_states = walk(list(parsed), {("", False, False, False)})
+        open_states = walk(items, {("", False, False, False)})
     except (_Unknown, RecursionError):
         return None
     if open_states or not done:
         return None  # a match may end mid-word, or contain no word at all
-    words = frozenset(w for w, _, _ in done)
-    if all(b for _, _, b in done):
-        return _Trigger(words, _MODE_FIRST)
-    if not any(c for _, c, _ in done):
-        return _Trigger(words, _MODE_AT)
-    return _Trigger(words, _MODE_SEARCH)
+    return done
 
 
 def _needs_ignorecase(regex: str) -> bool:
     """Uppercase letters outside escapes (\\W, \\S...) would never match lowercased text."""
     return any(ch.isupper() for ch in re.sub(r"\\.", "", regex))
 
+
+
+#: Words most messages hold: a word set holding one of them rules out little (only a heuristic for
+#: choosing among sound sets; any choice is correct).
+_COMMON = frozenset((
+    "a", "an", "the", "and", "or", "but", "so", "to", "of", "in", "on", "at", "for", "with", "from", "by", "about",
+    "as", "is", "are", "was", "were", "be", "been", "am", "do", "does", "did", "have", "has", "had", "i", "me", "my",
+    "we", "our", "us", "you", "your", "it", "its", "this", "that", "these", "those", "what", "how", "when", "where",
+    "who", "why", "which", "can", "could", "would", "should", "will", "not", "no", "yes"))
+
+
+def _rarity(words: Iterable[str]) -> tuple[int, int]:
+    """Sort key: sets with fewer common words, then fewer words, first."""
+    ws = frozenset(words)
+    return len(ws & _COMMON), len(ws)
+
+
+def _required(regex: str, flags: int = 0) -> list[frozenset[str]]:
+    """Word sets (lowercase) such that every match of ``regex`` holds a whole word of each set.
+
+    A set comes from a part of the regex that every match goes through and that starts at a word
+    boundary: the first words of that part, by the walk of :func:`_analyse`. Parts the walk cannot read
+    give no set, so the answer may be empty but never wrong.
+    """
+    if _sp is None or _sc is None:
+        return []
+    try:
+        parsed = _sp.parse(regex, flags)
+    except Exception:  # pragma: no cover - the regex compiled already
+        return []
+    sc = _sc
+    out: list[frozenset[str]] = []
+
+    def ends_nonword(items: list[tuple[Any, Any]]) -> bool:
+        """Whether a word char right after the sequence ``items`` always starts a word: the sequence ends
+        with a non-word char, a ``\\b``, a ``^`` or a lookbehind for a non-word char."""
+        for op, av in reversed(items):
+            if op is sc.AT:
+                return av in (sc.AT_BOUNDARY, sc.AT_BEGINNING, sc.AT_BEGINNING_STRING)
+            if op is sc.ASSERT and av[0] == -1 and ends_nonword(list(av[1])):
+                return True
+            if op in (sc.ASSERT, sc.ASSERT_NOT):
+                continue  # zero-width: the char before it is the last consumed
+            if op is sc.LITERAL:
+                return not _is_word_char(chr(av).lower())
+            if op is sc.IN:
+                return all((o is sc.LITERAL and not _is_word_char(chr(a).lower()))
+                           or (o is sc.CATEGORY and a in (sc.CATEGORY_SPACE, sc.CATEGORY_NOT_WORD)) for o, a in av)
+            if op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT):
+                if not ends_nonword(list(av[2])):
+                    return False
+                if av[0] >= 1:
+                    return True
+                continue  # may repeat zero times: then the items before it must end so
+            if op is sc.SUBPATTERN:
+                return ends_nonword(list(av[3]))
+            if op is sc.ATOMIC_GROUP:
+                return ends_nonword(list(av))
+            if op is sc.BRANCH:
+                return all(ends_nonword(list(alt)) for alt in av[1])
+            return False
+        return False
+
+    def sets_of(items: list[tuple[Any, Any]], after: list[tuple[Any, Any]], word_starts: bool) -> list[frozenset[str]]:
+        """Sets for the sequence ``items``, followed in the regex by ``after``; ``word_starts``: a char
+        before the sequence always ends with a non-word char (or a word starts at it)."""
+        found: list[frozenset[str]] = []
+        for k, (op, av) in enumerate(items):
+            rest = items[k + 1:] + after
+            if (op is sc.AT and av is sc.AT_BOUNDARY) or (op is sc.ASSERT and av[0] == -1):
+                done = _walk(items[k:] + after)
+                if done is not None:
+                    found.append(frozenset(w for w, _, _ in done))
+            elif ends_nonword(items[:k]) if k else word_starts:  # a word starts here: as if a \b were written
+                done = _walk([(sc.AT, sc.AT_BOUNDARY), *items[k:], *after])
+                if done is not None:
+                    found.append(frozenset(w for w, _, _ in done))
+            starts = ends_nonword(items[:k]) if k else word_starts
+            if op is sc.SUBPATTERN:
+                found += sets_of(list(av[3]), rest, starts)
+            elif op is sc.ATOMIC_GROUP:
+                found += sets_of(list(av), rest, starts)
+            elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT) and av[0] >= 1:
+                found += sets_of(list(av[2]), [], False)  # an iteration may be followed by another one
+            elif op is sc.BRANCH:
+                # one set per alternative, united; two ways to pick it (rarest-looking, last found) give
+                # two sets, both required
+                rarest: set[str] = set()
+                last: set[str] = set()
+                for alt in av[1]:
+                    alt_sets = sets_of(list(alt), rest, starts)
+                    if not alt_sets:
+                        break
+                    rarest |= min(alt_sets, key=_rarity)
+                    last |= alt_sets[-1]
+                else:
+                    found += [frozenset(rarest), frozenset(last)]
+        return found
+
+    try:
+        out = sets_of(list(parsed), [], False)
+    except RecursionError:  # pragma: no cover - absurdly nested regex
+        return []
+    return list(dict.fromkeys(out))
+
+
 MODE_AT, MODE_FIRST, MODE_SEARCH = _MODE_AT, _MODE_FIRST, _MODE_SEARCH
 Trigger = _Trigger
 analyse = _analyse
 needs_ignorecase = _needs_ignorecase
+required_words = _required
