@@ -37,7 +37,7 @@ def format_context(
             r = it.record
             label = f"[{_when(r.timestamp)} · {r.role}]" if r else "[memory]"
             lines.append(f"- {label} {it.text}")
-        parts.append("## Relevant memories from earlier conversations\n" + "\n".join(lines))
+        parts.append("## Relevant memories from the conversation history (dated)\n" + "\n".join(lines))
     docs = [it for it in items if it.source == "corpus"]
     if docs:
         lines = []
