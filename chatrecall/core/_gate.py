@@ -757,7 +757,7 @@ class Gate:
             route, conf = Route.CORPUS, pc
         else:
             route, conf = Route.NONE, min(1.0 - pm, 1.0 - pc)
-        # the reasons in order, then _decision spelled out (one call less)
+        # the reasons in order
         if not fired:
             found: tuple[GateReason, ...] = ()
         elif len(fired) == 1:
@@ -765,17 +765,7 @@ class Gate:
         else:
             fired.sort()  # by position, then pattern index: (start, index) pairs are unique
             found = tuple([f[2] for f in fired])
-        d = _new(GateDecision)
-        s0, s1, s2, s3, s4, s5, s6, s7 = _SET
-        s0(d, route)
-        s1(d, conf)
-        s2(d, mem)
-        s3(d, corp)
-        s4(d, found)
-        s5(d, correction)
-        s6(d, pm)
-        s7(d, pc)
-        return d
+        return _decision(route, conf, mem, corp, found, correction, pm, pc)
 
     def explain_learned(self, message: str) -> list[tuple[str, float, float]]:
         """The learned combiner's view of ``message``: (feature, memory logit part, corpus logit part),
