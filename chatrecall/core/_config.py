@@ -10,13 +10,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from ._errors import ConfigError
-from ._tuned import (
-    CORPUS_MEMORY_ITEMS,
-    CORPUS_RECENT_CONTEXT,
-    HYBRID_WEIGHTS,
-    STRONG_CORPUS_SCORE,
-    USEFUL_SCORE,
-)
+from ._tuned import CORPUS_MEMORY_ITEMS, CORPUS_RECENT_CONTEXT, HYBRID_WEIGHTS, STRONG_CORPUS_SCORE, USEFUL_SCORE
 
 __all__ = ["BudgetConfig", "PinConfig", "RetrievalConfig", "StoreLimits", "as_config"]
 
