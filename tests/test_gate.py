@@ -570,7 +570,7 @@ def test_required_words_derives_sets(regex: str, sets: list[set[str]]) -> None:
 def test_required_words_gives_nothing_it_cannot_prove(regex: str) -> None:
     from chatrecall.core._regex_index import required_words
 
-    assert required_words(regex) == []
+    assert required_words(regex) == ()
 
 
 def _required_vocab() -> list[str]:

@@ -1594,9 +1594,9 @@ class ChatRecall(_AsyncMixin):
     def warm(self, *, background: bool = False) -> threading.Thread | None:
         """Build the gate, compile all its regexes and load the embedding model now, not on the first messages.
 
-        A new gate takes about 0.25 s to build and compiles each word's regex the first time a message
-        needs it, and the model loads on the first embedding (a new process's first turns paid about
-        0.3 s each). :func:`chatrecall.connect` calls this in the background; the default gate is built
+        A process's first gate takes about 0.8 s to build (later ones 0.03 s) and compiles each word's
+        regex the first time a message needs it, and the model loads on the first embedding (a new
+        process's first turns paid about 0.3 s each). :func:`chatrecall.connect` calls this in the background; the default gate is built
         once per process.
 
         Args:

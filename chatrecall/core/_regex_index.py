@@ -13,6 +13,7 @@ the message holds none of the words of one of its sets.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Iterable
@@ -65,6 +66,7 @@ class _Trigger:
     mode: str
 
 
+@functools.lru_cache(maxsize=4096)  # pure and immutable: every Gate of a process shares the analysis
 def _analyse(regex: str, flags: int = 0) -> _Trigger | None:
     """First words of every match of ``regex`` (lowercase) and the match mode, or None."""
     if _sp is None or _sc is None:
@@ -230,7 +232,8 @@ def _rarity(words: Iterable[str]) -> tuple[int, int]:
     return len(ws & _COMMON), len(ws)
 
 
-def _required(regex: str, flags: int = 0) -> list[frozenset[str]]:
+@functools.lru_cache(maxsize=4096)  # pure: a process's later Gates (other configs, tests) do not walk it again
+def _required(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
     """Word sets (lowercase) such that every match of ``regex`` holds a whole word of each set.
 
     A set comes from a part of the regex that every match goes through and that starts at a word
@@ -238,11 +241,11 @@ def _required(regex: str, flags: int = 0) -> list[frozenset[str]]:
     give no set, so the answer may be empty but never wrong.
     """
     if _sp is None or _sc is None:
-        return []
+        return ()
     try:
         parsed = _sp.parse(regex, flags)
     except Exception:  # pragma: no cover - the regex compiled already
-        return []
+        return ()
     sc = _sc
     out: list[frozenset[str]] = []
 
@@ -315,8 +318,8 @@ def _required(regex: str, flags: int = 0) -> list[frozenset[str]]:
     try:
         out = sets_of(list(parsed), [], False)
     except RecursionError:  # pragma: no cover - absurdly nested regex
-        return []
-    return list(dict.fromkeys(out))
+        return ()
+    return tuple(dict.fromkeys(out))
 
 
 MODE_AT, MODE_FIRST, MODE_SEARCH = _MODE_AT, _MODE_FIRST, _MODE_SEARCH
