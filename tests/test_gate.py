@@ -731,9 +731,21 @@ def test_fast_decision_constructor_equals_the_dataclass() -> None:
 
     assert tuple(f.name for f in dataclasses.fields(GateDecision)) == _DECISION_FIELDS
     reason = GateReason("personal", "x", 0.7, "my cat", "personal.my_thing")
-    args = (Route.BOTH, 0.8, 1.4, 0.6, (reason,), True, 0.9, 0.7)
+    args = (Route.BOTH, 0.8, 1.4, 0.6, (reason,), True, 0.9, 0.7, "question")
     fast = _decision(*args)
     assert fast == GateDecision(**dict(zip(_DECISION_FIELDS, args)))
     assert hash(fast) == hash(GateDecision(**dict(zip(_DECISION_FIELDS, args))))
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.route = Route.NONE  # type: ignore[misc]
+
+
+def test_a_question_rule_decision_says_so(gate: Gate) -> None:
+    """A new user read "route=corpus p(memory)=0.24 p(corpus)=0.17" and could not tell why it searched: the
+    question rule had kept the pattern scores' route. The decision and its explanation now name the rule."""
+    d = gate.decide("what colour is the queen marked?")
+    assert d.rule == "question" and d.route is not Route.NONE
+    assert d.memory_probability is not None and d.memory_probability < 0.5
+    assert "question rule" in d.explain()
+    plain = gate.decide("what's my cat called?")
+    assert plain.rule == "" and "question rule" not in plain.explain()
+    assert Gate(GateConfig(learned=False)).decide("what colour is the queen marked?").rule == ""

@@ -193,20 +193,20 @@ _REASON_CACHE = 16384
 _ALONE_AT_CHARS = 2000
 #: GateDecision's fields in order, each set straight through its slot by :func:`_decision`.
 _DECISION_FIELDS = ("route", "confidence", "memory_score", "corpus_score", "reasons", "correction",
-                    "memory_probability", "corpus_probability")
+                    "memory_probability", "corpus_probability", "rule")
 _SET = tuple(GateDecision.__dict__[f].__set__ for f in _DECISION_FIELDS)
 _new = object.__new__
 
 
 def _decision(route: Route, confidence: float, memory_score: float, corpus_score: float,
               reasons: tuple[GateReason, ...], correction: bool, memory_probability: float | None,
-              corpus_probability: float | None) -> GateDecision:
+              corpus_probability: float | None, rule: str = "") -> GateDecision:
     """``GateDecision(...)`` built the way its frozen dataclass ``__init__`` does, one slot at a time,
     without that ``__init__``'s per-field ``object.__setattr__`` lookups (0.55 against 1.3 µs; the gate's
     budget is 20 µs a message). GateDecision validates nothing on construction; a test checks this
     gives an equal object and that ``_DECISION_FIELDS`` are the class's fields."""
     d = _new(GateDecision)
-    s0, s1, s2, s3, s4, s5, s6, s7 = _SET
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = _SET
     s0(d, route)
     s1(d, confidence)
     s2(d, memory_score)
@@ -215,6 +215,7 @@ def _decision(route: Route, confidence: float, memory_score: float, corpus_score
     s5(d, correction)
     s6(d, memory_probability)
     s7(d, corpus_probability)
+    s8(d, rule)
     return d
 
 
@@ -734,7 +735,8 @@ class Gate:
             # leave-one-set-out (benchmarks/tune_gate.py; provenance.question_rule).
             d = self._verdict(mem, corp, none, correction, fired)
             if d.route is not Route.NONE:
-                return dataclasses.replace(d, memory_probability=_sigmoid(lm), corpus_probability=_sigmoid(lc))
+                return dataclasses.replace(d, memory_probability=_sigmoid(lm), corpus_probability=_sigmoid(lc),
+                                           rule="question")
         # The learned verdict, with _sigmoid spelled out.
         want_mem = lm >= pm_logit or correction
         want_corp = lc >= pc_logit

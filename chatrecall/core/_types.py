@@ -182,6 +182,10 @@ class GateDecision:
         memory_probability: The learned combiner's P(needs memory), or None
             when the gate routes on pattern scores alone (``learned=False``).
         corpus_probability: Its P(needs the corpus), or None.
+        rule: ``"question"`` when the question rule decided: a question the
+            combiner would leave unsearched, though not sure of it, keeps the
+            pattern scores' route (so the route can search with both
+            probabilities under their thresholds); ``""`` otherwise.
     """
 
     route: Route
@@ -192,12 +196,15 @@ class GateDecision:
     correction: bool = False
     memory_probability: float | None = None
     corpus_probability: float | None = None
+    rule: str = ""
 
     def explain(self) -> str:
         """One line per reason, for logs and the CLI."""
         learned = ""
         if self.memory_probability is not None and self.corpus_probability is not None:
             learned = f" p(memory)={self.memory_probability:.2f} p(corpus)={self.corpus_probability:.2f}"
+        if self.rule == "question":
+            learned += " (question rule: a question the combiner was unsure of keeps the pattern scores' route)"
         if not self.reasons:
             return f"route={self.route.value}{learned}: no trigger pattern fired"
         parts = [f"{r.category}:{r.match!r}({r.weight:+.2f})" for r in self.reasons]
