@@ -243,6 +243,11 @@ def test_history_window_and_no_duplicate_recall(cr: ChatRecall) -> None:
     shown = {m.content for m in history}
     assert not any(line[line.find("] ") + 2:] in shown for line in system.splitlines() if line.startswith("- ["))
     assert len(memory.get_all()) == 25
+    # last_injected is what the system message holds; last_result also lists what the history already shows
+    injected = memory.last_injected
+    assert injected and all(it.text in system for it in injected)
+    assert {it.id for it in injected} <= {it.id for it in memory.last_result.items}  # type: ignore[union-attr]
+    assert not any(it.text in shown for it in injected)
 
 
 def test_reset_forgets_the_session_only(cr: ChatRecall) -> None:

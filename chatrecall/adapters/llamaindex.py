@@ -407,6 +407,7 @@ class ChatRecallMemory(BaseMemory):
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _last: RetrievalResult | None = PrivateAttr(default=None)
     _cache_key: tuple[str, int] | None = PrivateAttr(default=None)
+    _injected: tuple[ScoredItem, ...] = PrivateAttr(default=())
 
     def __init__(self, **data: Any) -> None:
         # Ids are checked before pydantic, so the caller gets our InvalidInputError, not a ValidationError.
@@ -448,7 +449,14 @@ class ChatRecallMemory(BaseMemory):
 
     @property
     def last_result(self) -> RetrievalResult | None:
+        """The engine's result for the latest user turn (its ``explain()`` lists every item it found)."""
         return self._last
+
+    @property
+    def last_injected(self) -> tuple[ScoredItem, ...]:
+        """The items the latest :meth:`get` put in the prompt: ``last_result.items`` minus those already in
+        the history it returned (they are not repeated)."""
+        return self._injected
 
     # ------------------------------------------------------------------ write
     def _store(self, message: ChatMessage) -> str | None:
@@ -477,7 +485,7 @@ class ChatRecallMemory(BaseMemory):
         """Clear the history and forget the session in chatrecall (memories and session pins)."""
         with self._lock:
             self._messages, self._ids = [], []
-            self._cache_key, self._last = None, None
+            self._cache_key, self._last, self._injected = None, None, ()
             with contextlib.suppress(NotFoundError):  # nothing stored yet: already forgotten
                 self.engine.forget(self.user_id, self.session_id)
 
@@ -546,6 +554,7 @@ class ChatRecallMemory(BaseMemory):
                 items = [it for it in self._last.items if it.id not in visible]
             else:
                 pins, items = self.engine.pins(self.user_id, self.session_id), []
+            self._injected = tuple(items)
         context = format_context(pins, (), items)
         if not context:
             return history
