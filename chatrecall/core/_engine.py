@@ -139,6 +139,11 @@ class _Run:
     notes: list[str] = dataclasses.field(default_factory=list)
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
+    def is_message(self, item: ScoredItem) -> bool:
+        """Whether a turn of the recent window is this message, stored by a caller before asking (LlamaIndex's
+        ``put``, then ``get``)."""
+        return item.record is not None and item.record.text.strip() == self.message.strip()
+
 
 class ChatRecall(_AsyncMixin):
     """Memory layer between a chatbot's user message and its LLM.
@@ -1026,8 +1031,8 @@ class ChatRecall(_AsyncMixin):
         query = drop_negated(run.message)
         if query != run.message:
             run.notes.append(f"correction: searching for {query!r} (what it rules out is left out)")
-        asked = next((i.record.text for i in reversed(run.recent) if i.record is not None
-                      and i.record.role == "user" and i.record.text.strip() != run.message.strip()), None)
+        asked = next((i.record.text for i in reversed(run.recent)
+                      if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
         if asked:
             run.notes.append(f"correction: searched with the turn it corrects ({asked!r:.80})")
             query = f"{asked} {query}"
@@ -1126,8 +1131,7 @@ class ChatRecall(_AsyncMixin):
             with st.lock:
                 # the message itself does not count when the caller stored it before asking (LlamaIndex's put,
                 # then get): its copy in the recent window would name every anchor of the message
-                itself = [st.index.pos[i.id] for i in run.recent
-                          if i.id in st.index.pos and i.record is not None and i.record.text.strip() == run.message.strip()]
+                itself = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos and run.is_message(i)]
                 hits = st.index.known((e.key for e in run.entities if e.kind in _ANCHOR_KINDS), exclude=itself)
             if hits:
                 route = Route.BOTH
@@ -1264,9 +1268,9 @@ class ChatRecall(_AsyncMixin):
         if all(i.score >= cut for i in items):
             return
         run.corpus_items = [i for i in items if i.score >= cut]
-        why = (f"passage score {{:.2f}} < {cut:.2f} (passage_floor {cfg.passage_floor}, "
-               f"passage_share {cfg.passage_share} x the best {best:.2f})")
-        run.rejected.extend(dataclasses.replace(i, why=why.format(i.score)) for i in items if i.score < cut)
+        rule = f"passage_floor {cfg.passage_floor}, passage_share {cfg.passage_share} x the best {best:.2f}"
+        run.rejected.extend(dataclasses.replace(i, why=f"passage score {i.score:.2f} < {cut:.2f} ({rule})")
+                            for i in items if i.score < cut)
 
     def _corpus_query(self, run: _Run) -> tuple[np.ndarray, str]:
         """The corpus query vector of a turn that searches both: the message's, with what the conversation
