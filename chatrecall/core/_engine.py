@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from ._aio import _AsyncMixin
+from ._answer_form_table import FORM_WORDS as _FORM_WORDS
+from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of
 from ._classifier import asks_advice, drop_negated
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
@@ -134,6 +136,9 @@ class _Run:
     search: _Search | None = None
     memory_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     phase1: list[ScoredItem] = dataclasses.field(default_factory=list)
+    #: The answer form ("time") the message asks for and the useful phase-1 memories lack: the corpus is searched
+    #: too and keeps only passages that hold it (:meth:`ChatRecall._settle_form_gap`).
+    form_gap: str | None = None
     corpus_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     rejected: list[ScoredItem] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -731,8 +736,11 @@ class ChatRecall(_AsyncMixin):
                 rec = idx.records[p]
                 comps = {c: col[rank] for c, col in columns.items()}
                 why = self._why(rec, comps, r.dense_rank.get(p), r.keys, hops[rank], r.related)
-                if has_cue and comps.get("recency", 0) > 0:
-                    why += "; time match" if not r.time_cue.asks_error or idx.has_time[p] else "; shows an error"
+                if has_cue:
+                    # the recency slot held the time fit (a named period, a date or time for "when"): shown as such
+                    comps = {("time" if c == "recency" else c): v for c, v in comps.items()}
+                    if comps["time"] > 0:
+                        why += "; time match" if not r.time_cue.asks_error or idx.has_time[p] else "; shows an error"
                 if rank >= k:
                     why = f"rank {rank + 1} > k={k}; {why}"
                 score = scores[rank]
@@ -995,12 +1003,13 @@ class ChatRecall(_AsyncMixin):
                 self._memory_phase(run, plan, gate)
             if plan.probe:
                 self._probe_phase(run, gate)
-            if plan.route.wants_corpus or run.phase1:
+            if plan.route.wants_corpus or run.phase1 or run.form_gap:
                 self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items))
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
+            self._settle_form_gap(run)
         result = self._assemble(run, gate, plan, budget_tokens)
         self._remember_documents_turn(run, result.route)
         return result
@@ -1164,7 +1173,9 @@ class ChatRecall(_AsyncMixin):
 
         A phase-1 hit that fails the usefulness check is set aside
         (``run.phase1``): the corpus is tried, and the memories are kept only if
-        the corpus has nothing.
+        the corpus has nothing. A hit that passes but lacks the answer form the
+        message asks for ("what time...?" and no clock time in it: ``run.form_gap``)
+        is kept, and the corpus is tried for the passages that hold it.
         """
         cfg = self.retrieval_config
         if run.store_down and run.st is None:
@@ -1176,12 +1187,25 @@ class ChatRecall(_AsyncMixin):
             run.memory_items = items
             return
         useful = self._useful(items, run.entities, gate, run.query)
-        if useful:
+        if not useful:
+            run.phase1 = items
+            return
+        run.memory_items = items
+        run.form_gap = self._form_gap(run, items)
+        if run.form_gap:
+            run.notes.append(f"memory useful ({useful}) but holds no {_FORM_WORDS[run.form_gap]}, which the message "
+                             "asks for: the documents too")
+        else:
             run.notes.append(f"memory useful ({useful}): corpus skipped")
             self.metrics.incr("searches_skipped.memory_useful")
-            run.memory_items = items
-        else:
-            run.phase1 = items
+
+    def _form_gap(self, run: _Run, items: Sequence[ScoredItem]) -> str | None:
+        """The answer form the message asks for ("what time does my wave set off?": a clock time) when no memory
+        found holds one and there are documents to look in; else None."""
+        form = asked_form(run.query)
+        if form is None or any(holds_form(form, i.text) for i in items) or run.store_down or self._no_documents():
+            return None
+        return form
 
     def _phase1_size(self, run: _Run) -> int:
         """Memories a small first lookup takes: ``phase1_top_k``, or ``k`` when the caller gave one."""
@@ -1342,6 +1366,21 @@ class ChatRecall(_AsyncMixin):
         else:
             run.rejected.extend(dataclasses.replace(i, why=why) for i in items)
         return useful
+
+    def _settle_form_gap(self, run: _Run) -> None:
+        """A turn whose useful memories lacked the asked form keeps only the passages that hold it: the corpus
+        was searched for the clock time, not for more on the subject."""
+        if not run.form_gap or not run.corpus_items:
+            return
+        form, keep = run.form_gap, []
+        for item in run.corpus_items:
+            if holds_form(form, item.text):
+                keep.append(item)
+            else:
+                run.rejected.append(dataclasses.replace(item, why=f"holds no {_FORM_WORDS[form]}"))
+        run.corpus_items = keep
+        if not keep:
+            run.notes.append(f"no passage holds a {_FORM_WORDS[form]}: memory only")
 
     def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
         """Drop the set-aside phase-1 memories only for a strong corpus hit.
