@@ -662,3 +662,15 @@ def test_a_memory_question_asking_for_advice_plans_both_when_there_are_documents
 
     off = ChatRecall(store=cr.store, embedder=cr.embedder, retrieval=RetrievalConfig(advice_both=False))
     assert not any("asks for advice" in n for n in off.retrieve(q, user_id="alice", session_id="s4").notes)
+
+
+def test_a_when_question_shows_the_time_fit_not_recency(engine: ChatRecall, clock: ManualClock) -> None:
+    # A new user read "recency=1.00 ... time match" on three-week-old turns: the slot holds the time fit
+    engine.add("The plumber came on Tuesday at 9am", user_id="u", session_id="s1")
+    clock.advance(21 * 86400)
+    res = engine.retrieve("when did the plumber come?", user_id="u", session_id="s2")
+    mems = [i for i in res.items if i.source == "memory"]
+    assert mems and all("time" in i.components and "recency" not in i.components for i in mems)
+    assert "time=1.00" in res.explain() and "recency=" not in res.explain()
+    plain = engine.retrieve("what about the plumber?", user_id="u", session_id="s3")
+    assert all("recency" in i.components for i in plain.items if i.source == "memory")

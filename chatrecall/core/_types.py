@@ -221,7 +221,9 @@ class ScoredItem:
         source: ``memory``, ``corpus``, ``recent`` or ``pin``.
         score: Final fused score.
         components: Each normalised component (recency, relevance, keyword,
-            entity, graph) that contributed.
+            entity, graph) that contributed. When the query asks *when* or
+            names a period, ``time`` (how well the item fits it) takes the
+            place of ``recency``.
         tokens: Token count of ``text`` with the configured counter.
         tier: ``pin``, ``critical``, ``relevant`` or ``background``.
         why: Human readable explanation of why the item was found.
