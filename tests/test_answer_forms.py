@@ -174,14 +174,25 @@ def test_memory_without_the_time_lets_the_documents_in(real_engine: Any, questio
 
 
 @pytest.mark.model
-def test_a_memory_holding_the_time_still_skips_the_documents(real_engine: Any) -> None:
-    _running_chat(real_engine)
-    real_engine.add("The club's Saturday long run starts at 8am from Ashton Court.", user_id="dana",
-                    session_id="s3", timestamp=T0 + 13 * DAY + 600)
-    res = real_engine.retrieve("What time does the club run start?", user_id="dana", session_id="s4")
-    assert res.route.value == "memory", res.explain()
-    assert not [i for i in res.items if i.source == "corpus"], res.explain()
-    assert any("corpus skipped" in n for n in res.notes), res.notes
+@pytest.mark.parametrize("probe", [False, True])
+def test_a_memory_holding_the_time_needs_no_passage_that_holds_one(embedded_store: Any, st_embedder: Any,
+                                                                   probe: bool) -> None:
+    from chatrecall import ChatRecall, RetrievalConfig
+
+    cr = ChatRecall(store=embedded_store, embedder=st_embedder, retrieval=RetrievalConfig(corpus_probe=probe))
+    _running_chat(cr)
+    cr.add("The club's Saturday long run starts at 8am from Ashton Court.", user_id="dana", session_id="s3",
+           timestamp=T0 + 13 * DAY + 600)
+    res = cr.retrieve("What time does the club run start?", user_id="dana", session_id="s4")
+    assert res.gate.route.value == "memory", res.explain()
+    assert not any("holds no clock time" in n for n in res.notes), res.notes
+    passages = [i for i in res.items if i.source == "corpus"]
+    if probe:  # the corpus probe keeps strong passages only
+        assert all(i.score >= cr.retrieval_config.strong_corpus_score for i in passages), res.explain()
+        assert any(i.why == "memory useful, passage not strong" for i in res.rejected), res.explain()
+    else:
+        assert not passages and any("corpus skipped" in n for n in res.notes), res.explain()
+    cr.close()
 
 
 def test_with_no_documents_nothing_changes(make_engine: Any) -> None:

@@ -109,3 +109,27 @@ def test_the_corrected_turn_is_the_last_user_turn_of_the_window(make_engine: Any
     monkeypatch.setattr(eng.embedder, "embed_query", lambda q: seen.append(q) or real(q))
     eng.retrieve("no, I meant the other hive", user_id="u", session_id="s4")
     assert seen and seen[0] == "what colour is the queen marked? no, I meant the other hive"
+
+
+@pytest.mark.parametrize(("message", "ruled", "kept"), [
+    ("no, I meant the other one, Kirkstall, not Hartley's", {"hartley"}, {"kirkstall"}),
+    ("no I meant the kitchen, not the bathroom", {"bathroom"}, {"kitchen"}),
+    ("not that one, the one from tuesday", set(), set()),  # "that one" names nothing
+    ("no, I meant the other hive", set(), set()),  # nothing ruled out
+])
+def test_what_a_correction_rules_out(message: str, ruled: set[str], kept: set[str]) -> None:
+    from chatrecall.core._classifier import ruled_out
+
+    assert ruled_out(message) == (frozenset(ruled), frozenset(kept))
+
+
+def test_an_item_naming_only_what_is_ruled_out_is_left_out(make_engine: Any) -> None:
+    eng = make_engine()
+    eng.add("Hartley's Garage quoted 1850 for the gearbox", user_id="u", session_id="s1", timestamp=T0)
+    eng.add("Kirkstall Motors will do the gearbox for 2400", user_id="u", session_id="s1", timestamp=T0 + 60)
+    eng.add("we compared Hartley's and Kirkstall on the gearbox", user_id="u", session_id="s1", timestamp=T0 + 120)
+    res = eng.retrieve("no, I meant the gearbox at Kirkstall, not Hartley's", user_id="u", session_id="s2")
+    texts = [i.text for i in res.items if i.source == "memory"]
+    assert "Hartley's Garage quoted 1850 for the gearbox" not in texts, res.explain()
+    assert "we compared Hartley's and Kirkstall on the gearbox" in texts, res.explain()
+    assert any(i.why == "the correction rules out 'hartley'" for i in res.rejected)

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ._entities import _word_file
+from ._index import tokenize
 from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "classify_query", "drop_negated", "time_cue"]
+__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "classify_query", "drop_negated", "ruled_out", "time_cue"]
 
 _RECENT = re.compile(
     r"\b(just now|a moment ago|a minute ago|last (?:thing|message|answer|one)|you just|i just|"
@@ -241,3 +243,22 @@ def drop_negated(message: str) -> str:
     """
     out = _NEGATED.sub("", message).strip()
     return out if out and out != message.strip() and any(ch.isalnum() for ch in out) else message
+
+
+#: Correction words that name nothing (data/correction_filler_words.txt), as index terms.
+_FILLER = frozenset(t for w in _word_file("correction_filler_words.txt") for t in tokenize(w))
+
+
+def ruled_out(message: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The index terms a correction rules out and the ones it asks for: "no, I meant the other one, Kirkstall, not
+    Hartley's" -> ({"hartley"}, {"kirkstall"}). Both empty when nothing is ruled out.
+
+    Example:
+        >>> ruled_out("no, I meant the kitchen, not the bathroom")
+        (frozenset({'bathroom'}), frozenset({'kitchen'}))
+    """
+    parts = [m.group(0) for m in _NEGATED.finditer(message)]
+    ruled = frozenset(t for p in parts for t in tokenize(p)) - _FILLER
+    if not ruled:
+        return frozenset(), frozenset()
+    return ruled, frozenset(tokenize(drop_negated(message))) - _FILLER - ruled

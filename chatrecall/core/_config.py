@@ -153,6 +153,13 @@ class RetrievalConfig:
             formatting rules apply to my thesis?"; ``_classifier.asks_advice``)
             and there are documents. False: the gate's memory route (the
             behaviour before).
+        corpus_probe: A memory-only turn whose small lookup passes the
+            usefulness check still searches the documents when there are any
+            (the query informed by the memories found); strong passages
+            (``strong_corpus_score``) are kept with the memories. Off by
+            default (its measured cost on memory questions was over the bar
+            set for it: see the README); off, a useful memory skips the
+            corpus unless it lacks a clock time the message asks for.
         passage_floor: Passage score (0.8 x cosine, + 0.2 for an anchor)
             under which a corpus passage is not injected; it is recorded in
             ``rejected`` with the reason. 0 (default) turns it off.
@@ -185,6 +192,7 @@ class RetrievalConfig:
     corpus_recent_context: bool = CORPUS_RECENT_CONTEXT
     memory_probe: bool = True
     advice_both: bool = True
+    corpus_probe: bool = False
     passage_floor: float = 0.0
     passage_share: float = 0.0
 
@@ -214,6 +222,7 @@ class RetrievalConfig:
                "must be True or False")
         _check(isinstance(self.memory_probe, bool), "memory_probe", self.memory_probe, "must be True or False")
         _check(isinstance(self.advice_both, bool), "advice_both", self.advice_both, "must be True or False")
+        _check(isinstance(self.corpus_probe, bool), "corpus_probe", self.corpus_probe, "must be True or False")
         _unit("passage_floor", self.passage_floor)
         _unit("passage_share", self.passage_share)
 

@@ -20,7 +20,7 @@ from ._aio import _AsyncMixin
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of
-from ._classifier import asks_advice, drop_negated
+from ._classifier import asks_advice, drop_negated, ruled_out
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -136,8 +136,11 @@ class _Run:
     search: _Search | None = None
     memory_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     phase1: list[ScoredItem] = dataclasses.field(default_factory=list)
-    #: The answer form ("time") the message asks for and the useful phase-1 memories lack: the corpus is searched
-    #: too and keeps only passages that hold it (:meth:`ChatRecall._settle_form_gap`).
+    #: A memory-only turn whose small lookup was useful searches the documents too: for the answer form those
+    #: memories lack (``form_gap``), or for a strong passage (``RetrievalConfig.corpus_probe``); see
+    #: :meth:`ChatRecall._settle_corpus_probe`.
+    corpus_probe: bool = False
+    #: The answer form ("time") the message asks for and those memories lack: passages that hold it are kept.
     form_gap: str | None = None
     corpus_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     rejected: list[ScoredItem] = dataclasses.field(default_factory=list)
@@ -1003,13 +1006,15 @@ class ChatRecall(_AsyncMixin):
                 self._memory_phase(run, plan, gate)
             if plan.probe:
                 self._probe_phase(run, gate)
-            if plan.route.wants_corpus or run.phase1 or run.form_gap:
+            if plan.route.wants_corpus or run.phase1 or run.corpus_probe:
                 self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items))
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
-            self._settle_form_gap(run)
+            self._settle_corpus_probe(run)
+            if gate.correction:
+                self._drop_ruled_out(run)
         result = self._assemble(run, gate, plan, budget_tokens)
         self._remember_documents_turn(run, result.route)
         return result
@@ -1173,9 +1178,10 @@ class ChatRecall(_AsyncMixin):
 
         A phase-1 hit that fails the usefulness check is set aside
         (``run.phase1``): the corpus is tried, and the memories are kept only if
-        the corpus has nothing. A hit that passes but lacks the answer form the
-        message asks for ("what time...?" and no clock time in it: ``run.form_gap``)
-        is kept, and the corpus is tried for the passages that hold it.
+        the corpus has nothing. A hit that passes is kept; the documents are
+        searched too when it lacks the clock time the message asks for
+        ("what time...?": ``run.form_gap``, passages holding one kept) and, with
+        ``RetrievalConfig.corpus_probe``, always (strong passages kept).
         """
         cfg = self.retrieval_config
         if run.store_down and run.st is None:
@@ -1191,21 +1197,21 @@ class ChatRecall(_AsyncMixin):
             run.phase1 = items
             return
         run.memory_items = items
-        run.form_gap = self._form_gap(run, items)
-        if run.form_gap:
-            run.notes.append(f"memory useful ({useful}) but holds no {_FORM_WORDS[run.form_gap]}, which the message "
-                             "asks for: the documents too")
-        else:
+        probe = self.retrieval_config.corpus_probe
+        form = asked_form(run.query)
+        gap = form is not None and not any(holds_form(form, i.text) for i in items)
+        if not (probe or gap) or run.store_down or self._no_documents():
             run.notes.append(f"memory useful ({useful}): corpus skipped")
             self.metrics.incr("searches_skipped.memory_useful")
-
-    def _form_gap(self, run: _Run, items: Sequence[ScoredItem]) -> str | None:
-        """The answer form the message asks for ("what time does my wave set off?": a clock time) when no memory
-        found holds one and there are documents to look in; else None."""
-        form = asked_form(run.query)
-        if form is None or any(holds_form(form, i.text) for i in items) or run.store_down or self._no_documents():
-            return None
-        return form
+            return
+        run.corpus_probe = True
+        if gap and form is not None:
+            run.form_gap = form
+            what = _FORM_WORDS[form]
+            run.notes.append(f"memory useful ({useful}) but holds no {what}, which the message asks for: the documents "
+                             f"too, {'strong passages and ' if probe else ''}passages holding a {what} kept")
+        else:
+            run.notes.append(f"memory useful ({useful}): documents searched, strong passages kept")
 
     def _phase1_size(self, run: _Run) -> int:
         """Memories a small first lookup takes: ``phase1_top_k``, or ``k`` when the caller gave one."""
@@ -1367,20 +1373,48 @@ class ChatRecall(_AsyncMixin):
             run.rejected.extend(dataclasses.replace(i, why=why) for i in items)
         return useful
 
-    def _settle_form_gap(self, run: _Run) -> None:
-        """A turn whose useful memories lacked the asked form keeps only the passages that hold it: the corpus
-        was searched for the clock time, not for more on the subject."""
-        if not run.form_gap or not run.corpus_items:
+    def _settle_corpus_probe(self, run: _Run) -> None:
+        """A memory turn that searched the documents although its memories were useful keeps only the strong
+        passages (and, when the memories lacked the clock time asked for, the passages that hold one): the
+        memories answer, a document joins them only when it clearly bears on the question."""
+        if not run.corpus_probe or not run.corpus_items:
             return
-        form, keep = run.form_gap, []
+        cfg, form, keep = self.retrieval_config, run.form_gap, []
         for item in run.corpus_items:
-            if holds_form(form, item.text):
+            if (cfg.corpus_probe and item.score >= cfg.strong_corpus_score) \
+                    or (form is not None and holds_form(form, item.text)):
                 keep.append(item)
             else:
-                run.rejected.append(dataclasses.replace(item, why=f"holds no {_FORM_WORDS[form]}"))
+                why = (f"holds no {_FORM_WORDS[form]}" if not cfg.corpus_probe else
+                       f"not strong and holds no {_FORM_WORDS[form]}") if form else "memory useful, passage not strong"
+                run.rejected.append(dataclasses.replace(item, why=why))
         run.corpus_items = keep
         if not keep:
-            run.notes.append(f"no passage holds a {_FORM_WORDS[form]}: memory only")
+            run.notes.append("no passage kept: memory only")
+
+    @staticmethod
+    def _drop_ruled_out(run: _Run) -> None:
+        """A correction's ruled-out words keep out what names them: after "no, I meant the other one, Kirkstall, not
+        Hartley's", a memory or passage naming Hartley's is rejected unless it names every word the correction asks
+        for (Kirkstall) too. The search text already leaves the ruled-out part out; the items found may still be
+        about it."""
+        ruled, kept = ruled_out(run.message)
+        if not ruled:
+            return
+
+        def allowed(item: ScoredItem) -> bool:
+            terms = set(tokenize(item.text))
+            if terms & ruled and not (kept and kept <= terms):
+                run.rejected.append(dataclasses.replace(item, why=f"the correction rules out {min(terms & ruled)!r}"))
+                return False
+            return True
+
+        before = len(run.rejected)
+        run.memory_items = [i for i in run.memory_items if allowed(i)]
+        run.corpus_items = [i for i in run.corpus_items if allowed(i)]
+        if len(run.rejected) > before:
+            run.notes.append(f"correction: {len(run.rejected) - before} item(s) naming what it rules out "
+                             f"({', '.join(sorted(ruled))}) left out")
 
     def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
         """Drop the set-aside phase-1 memories only for a strong corpus hit.
