@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import json
 import re
 import sys
@@ -85,6 +86,22 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _moment(text: str) -> float:
+    """``--at``: an ISO date / date-time (UTC unless it names a zone) or Unix seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an ISO date-time (2026-03-07T08:30) nor Unix "
+                                         "seconds") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
+
+
 def _nonempty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
@@ -150,9 +167,11 @@ def _finish(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
 def _engine(args: argparse.Namespace) -> ChatRecall:
     from ._connect import connect
 
+    at = getattr(args, "at", None)
+    extra: dict[str, Any] = {} if at is None else {"clock": lambda: at}
     with console.status("opening the store…"):
         # one message at most per run: compiling every regex of the gate up front would cost more than it saves
-        return connect(path=args.path, url=args.url, namespace=args.namespace, warm=False)
+        return connect(path=args.path, url=args.url, namespace=args.namespace, warm=False, **extra)
 
 
 def _model_status(cr: ChatRecall) -> contextlib.AbstractContextManager[Any]:
@@ -602,6 +621,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strategy", choices=[x.value for x in Strategy],
                    help="force a ranking strategy (default: picked per query by the classifier)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument("--at", type=_moment, metavar="WHEN",
+                   help="decide as of this moment (ISO date-time, UTC unless it names a zone, or Unix seconds): "
+                        "recency and 'last week' are read from it, as with an app's fixed clock")
     s.set_defaults(func=cmd_ask)
 
     s = sub.add_parser("pins", help="list, add or remove pinned constraints")

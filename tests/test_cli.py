@@ -343,3 +343,23 @@ def test_ask_times_the_gate_without_building_it(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout[out.stdout.index("{"):])
     assert res["route"] == "none" and res["timings_ms"]["gate"] < 20, res["timings_ms"]
+
+
+def test_ask_at_a_moment_reads_time_from_it(tmp_path: Path, cli_hash: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    # helper-83 (stop 29) could not reproduce an app's decision made on a fixed clock: `ask` used the wall clock
+    home = str(tmp_path / "chroma")
+    assert cli_mod._moment("2026-03-07T08:30") == pytest.approx(1772872200.0)
+    assert cli_mod._moment("1772872200") == 1772872200.0
+    code, _, err = cli_hash("--path", home, "ask", "hi", "--user", "u1", "--at", "last tuesday")
+    assert code == 2 and "'last tuesday' is neither an ISO date-time" in err
+    seen: list[float] = []
+    real = cli_mod._engine
+
+    def spy(args: Any) -> Any:
+        cr = real(args)
+        seen.append(cr._clock())
+        return cr
+
+    monkeypatch.setattr(cli_mod, "_engine", spy)
+    code, _, _ = cli_hash("--path", home, "ask", "thanks!", "--user", "u1", "--at", "2026-03-07T08:30:00+00:00")
+    assert code == 0 and seen == [1772872200.0]
