@@ -78,6 +78,75 @@ NO_TIME = [
 ]
 
 
+# stop 29, written before the "hours" patterns: when a place is open (helper-83's "is the vet open on sundays?")
+ASKS_HOURS = [
+    "is the vet open on sundays?",
+    "what are Kirkstall's opening hours on saturday?",
+    "what are the opening hours of the library?",
+    "is the pharmacy open today?",
+    "is the gym open on bank holidays?",
+    "what days is the farmers market open?",
+    "when is the tip open?",
+    "are they open late on thursdays?",
+    "what are the surgery's opening times?",
+    "does the bakery open on mondays?",
+    "is the pool closed on wednesdays?",
+    "how late is the corner shop open tonight?",
+]
+NOT_HOURS = [
+    "should I leave the window open at night?",
+    "is the position still open?",
+    "can you open the document again?",
+    "is the account still open?",
+    "what does open source mean?",
+    "is the road closed because of the snow?",
+    "when did the cafe open?",                     # past: when it opened, not its hours
+    "what's the vet called?",
+    "how much is the gym membership?",
+    "is it open-plan?",
+]
+HOLDS_HOURS = [
+    "Opening hours: Monday to Friday 8:00 to 19:00, Saturday 9:00 to 13:00, closed on Sunday.",
+    "Saturday 8:00 to 12:00, closed Sunday.",
+    "We're open 9-5 on weekdays.",
+    "the library opens at 10 on saturdays",
+    "open every day from 7am to 10pm",
+    "Closed on Mondays.",
+    "the tip is open Tuesday to Sunday",
+    "open 24 hours",
+]
+NO_HOURS = [
+    "our vet is Dr Okafor at Meanwood Vets, she said Biscuit's booster is due in July",
+    "yeah we're moving it to Kirkstall Motors instead, they specialise in aircooled VWs, booked in for 25 March",
+    "Kirkstall said they can do it for the same £2,400 but with a proper warranty",
+    "the gym is great, I go on mondays",
+    "Appointments: 0113 496 0100.",
+    "we opened a savings account on monday",
+]
+
+
+@pytest.mark.parametrize("question", ASKS_HOURS)
+def test_opening_hours_are_asked(question: str) -> None:
+    # "how late is the corner shop open tonight?" also asks a clock time, the form tried first: either sends a
+    # useful memory without it to the documents
+    assert asked_form(question) in ("hours", "time")
+
+
+@pytest.mark.parametrize("question", NOT_HOURS)
+def test_opening_hours_are_not_asked(question: str) -> None:
+    assert asked_form(question) is None
+
+
+@pytest.mark.parametrize("text", HOLDS_HOURS)
+def test_a_text_states_opening_hours(text: str) -> None:
+    assert holds_form("hours", text)
+
+
+@pytest.mark.parametrize("text", NO_HOURS)
+def test_a_text_states_no_opening_hours(text: str) -> None:
+    assert not holds_form("hours", text)
+
+
 @pytest.mark.parametrize("question", ASKS_TIME)
 def test_a_clock_time_is_asked(question: str) -> None:
     assert asked_form(question) == "time"

@@ -218,3 +218,20 @@ def test_a_correction_leaves_out_what_it_rules_out(chat: Any) -> None:
     assert any("Kirkstall" in t for t in texts), res.explain()
     assert any(i.why.startswith("the correction rules out") for i in res.rejected), res.explain()
     cr.close()
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("question", "passage"), [
+    ("is the vet open on sundays?", "closed on Sunday"),
+    ("what are Kirkstall's opening hours on saturday?", "Saturday 8:00 to 12:00"),
+])
+def test_a_memory_without_opening_hours_lets_the_document_in(chat: Any, question: str, passage: str) -> None:
+    cr, clock = chat()
+    for q, reply in FINAL[:2]:
+        _ask(cr, clock, q, reply)
+    res = _ask(cr, clock, question, "Let me check.")
+    assert res.gate.route.value == "memory", res.explain()
+    assert any(i.source == "corpus" and passage in i.text for i in res.items), res.explain()
+    assert [i for i in res.items if i.source == "memory"], res.explain()
+    assert any("holds no opening hours" in n for n in res.notes), res.notes
+    cr.close()

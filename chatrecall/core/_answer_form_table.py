@@ -31,9 +31,27 @@ _TIME_HELD = (
     r"|\b(?:noon|midday|midnight|o'clock)\b|\bhalf\s+past\b|\bquarter\s+(?:past|to)\b"
 )
 
-#: form -> (asked, not asked although matched, held)
+_DAY = (r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?|weekdays?|weekends?|every\s+day|daily"
+        r"|bank\s+holidays?|public\s+holidays?")
+# "is the vet open on sundays?", "opening hours", "what days is X open", "when is X open", "are they open late"
+_HOURS_ASKED = (
+    r"\bopening\s+(?:hours|times)\b"
+    r"|\b(?:is|are|does|do|will)\b[^?.!]{0,40}?\b(?:open|closed)\b[^?.!]{0,20}?"
+    r"\b(?:today|tonight|tomorrow|late|early|on|at|this|over|during|in)\b"
+    r"|\bwhat\s+days?\b[^?.!]{0,40}?\bopen\b|\bwhen\s+(?:is|are)\b[^?.!]{0,40}?\bopen\b"
+)
+# "Saturday 9:00 to 13:00", "open 9-5 on weekdays", "closed on Sunday", "opens at 10 on saturdays", "open 24 hours"
+_RANGE = r"\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm)?\s*(?:-|–|to|until|till)\s*\d{1,2}"
+_HOURS_HELD = (
+    r"\b(?:" + _DAY + r")\b[^.;]{0,30}?(?:" + _RANGE + r"|\bclosed\b|\bopen\b)"
+    r"|(?:" + _RANGE + r"|\bclosed\b|\bopens?\b)[^.;]{0,30}?\b(?:" + _DAY + r")\b"
+    r"|\bopens?\s+(?:at|from)\s+\d|\bopen\s+24\s+hours\b|\b24/7\b"
+)
+
+#: form -> (asked, not asked although matched, held); tried in this order
 FORMS: dict[str, tuple[str, str, str]] = {
     "time": (_TIME_ASKED, _TIME_PAST, _TIME_HELD),
+    "hours": (_HOURS_ASKED, _TIME_PAST, _HOURS_HELD),
 }
 #: form -> how notes and ``why`` name it
-FORM_WORDS: dict[str, str] = {"time": "clock time"}
+FORM_WORDS: dict[str, str] = {"time": "clock time", "hours": "opening hours"}

@@ -1209,7 +1209,7 @@ class ChatRecall(_AsyncMixin):
             run.form_gap = form
             what = _FORM_WORDS[form]
             run.notes.append(f"memory useful ({useful}) but holds no {what}, which the message asks for: the documents "
-                             f"too, {'strong passages and ' if probe else ''}passages holding a {what} kept")
+                             f"too, {'strong passages and ' if probe else ''}passages that state it kept")
         else:
             run.notes.append(f"memory useful ({useful}): documents searched, strong passages kept")
 
