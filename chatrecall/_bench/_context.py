@@ -186,11 +186,21 @@ class ContextHarness:
                 rows = out.setdefault(cs.name, [])
                 for sc in cs.scenarios:
                     session = f"{sc.sid}-new" if ask_in == "new" else f"{sc.sid}-s{sc.evidence_session() + 1}"
+                    self._fresh_session(self.user(cs, sc), session)
                     r = eng.retrieve(sc.question, user_id=self.user(cs, sc), session_id=session, route=route)
                     rows.append(self._outcome(cs, sc, r))
         finally:
             self._configure()
         return out
+
+    def _fresh_session(self, user: str, session: str) -> None:
+        """Forget what an earlier run's ask left in the session's routing state (a correction pending, whether the
+        turn brought documents): every configuration asks the same question in the same session, and each ask must
+        start as the first question of that session does, not as a follow-up to the previous run's."""
+        st = self.engine._state(user)
+        with st.lock:
+            st.correction_pending.discard(session)
+            st.corpus_last.discard(session)
 
     def run_general(self, questions: Sequence[str], *, probe: bool | None = None,
                     mix: str | None = None, overrides: Mapping[str, Any] | None = None,
@@ -209,6 +219,7 @@ class ContextHarness:
         probes_before = self.engine.metrics.snapshot()["counters"].get("probes.memory", 0)
         try:
             for j, q in enumerate(questions):
+                self._fresh_session(users[j % len(users)], f"general-{j}")
                 t = time.perf_counter()
                 r = self.engine.retrieve(q, user_id=users[j % len(users)], session_id=f"general-{j}")
                 ms.append((time.perf_counter() - t) * 1e3)
