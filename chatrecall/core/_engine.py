@@ -1103,6 +1103,9 @@ class ChatRecall(_AsyncMixin):
            allowed (``asks_advice``: "my flight was 4 hours late, what am I
            owed?") searches both when there are documents
            (``RetrievalConfig.advice_both``).
+        8. A memory route that continues the conversation (a continuity
+           signal) right after a turn that brought documents searches both:
+           "and what's the pitch fee there?" asks the documents again.
         """
         route = gate.route
         st, sid = run.st, run.session_id
@@ -1140,6 +1143,11 @@ class ChatRecall(_AsyncMixin):
             # "my flight was 4 hours late, what am I owed?": the user's facts and a rule the documents hold
             route = Route.BOTH
             run.notes.append("the message asks for advice or rules: the documents too")
+        if route is Route.MEMORY and corpus_before and not corrected and not run.store_down \
+                and any(r.weight > 0 and r.category == "continuity" for r in gate.reasons) and not self._no_documents():
+            # "and what's the pitch fee there?" right after a turn the documents answered: the documents again
+            route = Route.BOTH
+            run.notes.append("continues a turn the documents answered: the documents too")
         if route is Route.CORPUS and st is not None:
             run.entities = self.extractor.extract(run.query)
             with st.lock:
@@ -1441,9 +1449,14 @@ class ChatRecall(_AsyncMixin):
             why = "the corpus found no passage" if not run.corpus_items else "the corpus found nothing strong"
             run.notes.append(f"memory not clearly useful, but {why}: kept")
             run.memory_items = run.phase1
+            # "what time do we open on Sunday?": the best passage that states the asked form stays, weak or not
+            form = asked_form(run.query)
+            best = next((i for i in run.corpus_items if form is not None and holds_form(form, i.text)), None)
+            if best is not None and form is not None:
+                run.notes.append(f"the best passage stating the {_FORM_WORDS[form]} asked for: kept")
             run.rejected.extend(dataclasses.replace(i, why="phase 2: corpus not strong, memory kept")
-                                for i in run.corpus_items)
-            run.corpus_items = []
+                                for i in run.corpus_items if i is not best)
+            run.corpus_items = [best] if best is not None else []
         run.phase1 = []
 
     def _assemble(self, run: _Run, gate: GateDecision, plan: _Plan, budget_tokens: int | None) -> RetrievalResult:
