@@ -140,7 +140,7 @@ class _Run:
     #: memories lack (``form_gap``), or for a strong passage (``RetrievalConfig.corpus_probe``); see
     #: :meth:`ChatRecall._settle_corpus_probe`.
     corpus_probe: bool = False
-    #: The answer form ("time") the message asks for and those memories lack: passages that hold it are kept.
+    #: The answer form ("time", "hours") the message asks for and those memories lack: passages stating it are kept.
     form_gap: str | None = None
     corpus_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     rejected: list[ScoredItem] = dataclasses.field(default_factory=list)
@@ -1187,9 +1187,9 @@ class ChatRecall(_AsyncMixin):
         A phase-1 hit that fails the usefulness check is set aside
         (``run.phase1``): the corpus is tried, and the memories are kept only if
         the corpus has nothing. A hit that passes is kept; the documents are
-        searched too when it lacks the clock time the message asks for
-        ("what time...?": ``run.form_gap``, passages holding one kept) and, with
-        ``RetrievalConfig.corpus_probe``, always (strong passages kept).
+        searched too when it lacks the answer form the message asks for (a clock
+        time, opening hours: ``run.form_gap``; passages that state it kept) and,
+        with ``RetrievalConfig.corpus_probe``, always (strong passages kept).
         """
         cfg = self.retrieval_config
         if run.store_down and run.st is None:
@@ -1382,9 +1382,9 @@ class ChatRecall(_AsyncMixin):
         return useful
 
     def _settle_corpus_probe(self, run: _Run) -> None:
-        """A memory turn that searched the documents although its memories were useful keeps only the strong
-        passages (and, when the memories lacked the clock time asked for, the passages that hold one): the
-        memories answer, a document joins them only when it clearly bears on the question."""
+        """A memory turn that searched the documents although its memories were useful keeps the passages that
+        state the answer form the memories lacked (a clock time, opening hours) and, with the corpus probe, the
+        strong ones: the memories answer, a document joins them only when it clearly bears on the question."""
         if not run.corpus_probe or not run.corpus_items:
             return
         cfg, form, keep = self.retrieval_config, run.form_gap, []
