@@ -10,11 +10,14 @@ from __future__ import annotations
 
 __all__ = ["FORMS", "FORM_WORDS"]
 
-# "what time does …", "at what time", "what hour", "how early / late", "when does X open / close / start / leave …"
+# "what time does …", "at what time", "what hour", "how early / late"
 _TIME_ASKED = (
     r"\b(?:what|which)\s+time(?:'s|s)?\b(?!\s+(?:of\s+(?:the\s+)?(?:year|day|month|week|season)|zone))"
     r"|\bwhat\s+hour\b|\bhow\s+(?:early|late)\b"
-    r"|\bwhen(?:'s|\s+(?:does|do|is|are|will|should|must))\b[^?.!]*?"
+)
+# "when does X open / close / start / leave …": a day as often as a time ("when does Tom start work?")
+_WHEN_ASKED = (
+    r"\bwhen(?:'s|\s+(?:does|do|is|are|will|should|must))\b[^?.!]*?"
     r"\b(?:opens?|closes?|starts?|begins?|finish(?:es)?|ends?|leaves?|departs?|arrives?|lands?|boards?"
     r"|(?:sets?|kicks?)\s+off)\b"
 )
@@ -48,10 +51,19 @@ _HOURS_HELD = (
     r"|\bopens?\s+(?:at|from)\s+\d|\bopen\s+24\s+hours\b|\b24/7\b"
 )
 
+# a day or a date: "Monday", "30 March", "the 14th", "tomorrow", "next week", "on 3/4"
+_DAY_HELD = (
+    r"\b(?:" + _DAY + r"|today|tonight|tomorrow|yesterday|next\s+(?:week|month)|this\s+(?:week|month))\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b\s*\d{1,2}\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b"
+    r"|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
+)
+
 #: form -> (asked, not asked although matched, held); tried in this order
 FORMS: dict[str, tuple[str, str, str]] = {
     "time": (_TIME_ASKED, _TIME_PAST, _TIME_HELD),
     "hours": (_HOURS_ASKED, _TIME_PAST, _HOURS_HELD),
+    "when": (_WHEN_ASKED, _TIME_PAST, _TIME_HELD + "|" + _DAY_HELD),
 }
 #: form -> how notes and ``why`` name it
-FORM_WORDS: dict[str, str] = {"time": "clock time", "hours": "opening hours"}
+FORM_WORDS: dict[str, str] = {"time": "clock time", "hours": "opening hours", "when": "day or time"}

@@ -1016,16 +1016,17 @@ class ChatRecall(_AsyncMixin):
             if gate.correction:
                 self._drop_ruled_out(run)
         result = self._assemble(run, gate, plan, budget_tokens)
-        self._remember_documents_turn(run, result.route)
+        self._remember_documents_turn(run, result)
         return result
 
     @staticmethod
-    def _remember_documents_turn(run: _Run, taken: Route) -> None:
-        """Whether this turn brought documents, for a correction on the session's next turn."""
+    def _remember_documents_turn(run: _Run, result: RetrievalResult) -> None:
+        """Whether this turn brought documents (passages were injected, not only searched for), for a correction
+        or a follow-up on the session's next turn."""
         st, sid = run.st, run.session_id
         if st is None or sid is None:
             return
-        if taken.wants_corpus:
+        if any(i.source == "corpus" for i in result.items):
             st.corpus_last.add(sid)
         else:
             st.corpus_last.discard(sid)
