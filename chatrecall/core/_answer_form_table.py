@@ -59,11 +59,24 @@ _DAY_HELD = (
     r"|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
 )
 
+# "how much is breakfast club?", "how much does parking cost?", "what's the pitch fee?"
+_PRICE_ASKED = (
+    r"\bhow\s+much\s+(?:is|are|'s|for)\b"
+    r"|\bhow\s+much\s+(?:does|do|will|would|should)\b[^?.!]{0,40}?\b(?:cost|charge|be|come\s+to)\b"
+    r"|\bwhat(?:'s|\s+is|\s+are|\s+does)\s+(?:the\s+|a\s+|it\s+)?(?:\w+\s+)?(?:price|cost|fee|fare|charge|rate)s?\b"
+)
+# an amount of money: "£4.50", "$12", "30 euros", "15 pounds", "free"
+_PRICE_HELD = (
+    r"[£$€]\s?\d|\b\d+(?:[.,]\d+)?\s?(?:p|pence|pounds?|quid|dollars?|euros?|gbp|usd|eur)\b"
+    r"|\bfree\b(?!\s+(?:time|day|afternoon|morning|evening|weekend))|\bno\s+charge\b"
+)
+
 #: form -> (asked, not asked although matched, held); tried in this order
 FORMS: dict[str, tuple[str, str, str]] = {
     "time": (_TIME_ASKED, _TIME_PAST, _TIME_HELD),
     "hours": (_HOURS_ASKED, _TIME_PAST, _HOURS_HELD),
     "when": (_WHEN_ASKED, _TIME_PAST, _TIME_HELD + "|" + _DAY_HELD),
+    "price": (_PRICE_ASKED, _TIME_PAST, _PRICE_HELD),
 }
 #: form -> how notes and ``why`` name it
-FORM_WORDS: dict[str, str] = {"time": "clock time", "hours": "opening hours", "when": "day or time"}
+FORM_WORDS: dict[str, str] = {"time": "clock time", "hours": "opening hours", "when": "day or time", "price": "price"}
