@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _chats import chat_turn
 
 from chatrecall import ChatRecall
 from chatrecall.testing import ManualClock
@@ -178,11 +179,7 @@ def bakery(embedded_store: Any, st_embedder: Any) -> Any:
         if n == 2:
             cr.add_documents(DOCS, user_id=USER)  # her paperwork, private to her
         for user, replies in turns:
-            clock.advance(60)
-            cr.retrieve(user, user_id=USER, session_id=f"s{n}")
-            cr.add(user, user_id=USER, session_id=f"s{n}", role="user")
-            clock.advance(20)
-            cr.add([r for r in replies if isinstance(r, str)][-1], user_id=USER, session_id=f"s{n}", role="assistant")
+            chat_turn(cr, clock, USER, f"s{n}", user, [r for r in replies if isinstance(r, str)][-1])
     clock.t = T0 + 26 * DAY
     yield cr, clock
     cr.close()
@@ -192,8 +189,8 @@ def bakery(embedded_store: Any, st_embedder: Any) -> Any:
 def test_the_final_session_finds_the_documents_it_needs(bakery: Any) -> None:
     cr, clock = bakery
     for question, reply in FINAL:
-        clock.advance(60)
-        res = cr.retrieve(question, user_id=USER, session_id="s5")
+        res = chat_turn(cr, clock, USER, "s5", question, reply)
+        assert res is not None
         passages = [i.text for i in res.items if i.source == "corpus"]
         if question in ANSWERED_BY:
             assert any(ANSWERED_BY[question] in t for t in passages), res.explain()
@@ -202,6 +199,3 @@ def test_the_final_session_finds_the_documents_it_needs(bakery: Any) -> None:
             assert res.route.value == "memory" and not passages, res.explain()
         if question == "and what's the pitch fee there?":
             assert "continues a turn the documents answered: the documents too" in res.notes, res.notes
-        cr.add(question, user_id=USER, session_id="s5", role="user")
-        clock.advance(20)
-        cr.add(reply, user_id=USER, session_id="s5", role="assistant")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _chats import chat_turn
 
 from chatrecall import ChatRecall, RetrievalConfig
 from chatrecall.testing import ManualClock
@@ -155,21 +156,13 @@ def _chat(cr: ChatRecall, clock: ManualClock) -> None:
     for day, sid, pairs in SESSIONS:
         clock.t = T0 + day * DAY
         for user, reply in pairs:
-            clock.advance(60)
-            cr.add(user, user_id=USER, session_id=sid, role="user")
-            clock.advance(20)
-            cr.add(reply, user_id=USER, session_id=sid, role="assistant")
+            chat_turn(cr, clock, USER, sid, user, reply, ask=False)
     cr.add_documents(DOCS)
     clock.t = T0 + 39 * DAY
 
 
 def _ask(cr: ChatRecall, clock: ManualClock, question: str, reply: str) -> Any:
-    clock.advance(60)
-    res = cr.retrieve(question, user_id=USER, session_id="s5")
-    cr.add(question, user_id=USER, session_id="s5", role="user")
-    clock.advance(20)
-    cr.add(reply, user_id=USER, session_id="s5", role="assistant")
-    return res
+    return chat_turn(cr, clock, USER, "s5", question, reply)
 
 
 @pytest.fixture

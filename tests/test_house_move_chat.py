@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _chats import chat_turn
 
 from chatrecall import ChatRecall
 from chatrecall.testing import ManualClock
@@ -211,11 +212,7 @@ def moving(embedded_store: Any, st_embedder: Any) -> Any:
     for sid, day, turns in SESSIONS:
         clock.t = T0 + day * DAY
         for user, reply in turns:
-            clock.advance(60)
-            cr.retrieve(user, user_id=USER, session_id=sid)
-            cr.add(user, user_id=USER, session_id=sid, role="user")
-            clock.advance(20)
-            cr.add(reply, user_id=USER, session_id=sid, role="assistant")
+            chat_turn(cr, clock, USER, sid, user, reply)
     clock.t = T0 + 20 * DAY
     yield cr, clock
     cr.close()
@@ -226,11 +223,7 @@ def test_the_final_session(moving: Any) -> None:
     cr, clock = moving
     seen = {}
     for question, _, _, reply in FINAL:
-        clock.advance(60)
-        seen[question] = res = cr.retrieve(question, user_id=USER, session_id="s5")
-        cr.add(question, user_id=USER, session_id="s5", role="user")
-        clock.advance(20)
-        cr.add(reply, user_id=USER, session_id="s5", role="assistant")
+        seen[question] = chat_turn(cr, clock, USER, "s5", question, reply)
     tom = seen["when does Tom start work?"]  # memory holds the day: no documents
     assert not [i for i in tom.items if i.source == "corpus"], tom.explain()
     assert any("30 March" in i.text for i in tom.items if i.source == "memory"), tom.explain()
