@@ -202,8 +202,16 @@ def test_usearch_over_embedded_chroma_with_the_real_model(tmp_path: Path, monkey
     idx = cr._state("ana").index
     assert isinstance(idx.vector_index, UsearchVectorIndex) and len(idx.vector_index) == 120
     qv = cr.embedder.embed_query(q)
-    sims = idx.dense_topk(qv, 10)[1]  # the HNSW shortlist rescored: the exact top 10 (ties may swap turns)
-    np.testing.assert_allclose(sims, np.sort(idx.embeddings @ qv)[::-1][:10], rtol=1e-5)
+    # The HNSW shortlist, rescored exactly: the returned similarities are the exact cosines of their turns, the best
+    # turn is the exact best, and at least 9 of the exact top 10 are found. The graph is approximate (int8, and all
+    # but the Miso turn sit at cosines of 0.04-0.09 here): a full-suite CI rehearsal (stop 29) once returned the
+    # 11th best (0.039) for the 10th (0.052), as an earlier one had with a shortlist of exactly k; the recall of the
+    # shortlist at scale is a benchmark figure (bench speed: 99.7 % of the exact top 10 at 100K), not a test.
+    pos, sims = idx.dense_topk(qv, 10)
+    exact = idx.embeddings @ qv
+    np.testing.assert_allclose(sims, exact[pos], rtol=1e-5)
+    best10 = np.argsort(-exact, kind="stable")[:10]
+    assert pos[0] == best10[0] and len(set(pos.tolist()) & set(best10.tolist())) >= 9, (pos, best10)
     cr.close()
     cr.store.close()
 
