@@ -140,8 +140,10 @@ class _Run:
     #: memories lack (``form_gap``), or for a strong passage (``RetrievalConfig.corpus_probe``); see
     #: :meth:`ChatRecall._settle_corpus_probe`.
     corpus_probe: bool = False
-    #: The answer form ("time", "hours") the message asks for and those memories lack: passages stating it are kept.
-    form_gap: str | None = None
+    #: The answer form the message asks for ("time", "hours", "price", "when"; ``_answer_forms.asked_form``), read
+    #: once by the memory phase of a memory-only plan, and whether its useful memories lack it (``form_gap``).
+    form: str | None = None
+    form_gap: bool = False
     corpus_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     rejected: list[ScoredItem] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -1189,7 +1191,7 @@ class ChatRecall(_AsyncMixin):
         (``run.phase1``): the corpus is tried, and the memories are kept only if
         the corpus has nothing. A hit that passes is kept; the documents are
         searched too when it lacks the answer form the message asks for (a clock
-        time, opening hours: ``run.form_gap``; passages that state it kept) and,
+        time, opening hours, a price, a day: ``run.form_gap``; passages that state it kept) and,
         with ``RetrievalConfig.corpus_probe``, always (strong passages kept).
         """
         cfg = self.retrieval_config
@@ -1201,13 +1203,13 @@ class ChatRecall(_AsyncMixin):
         if not plan.two_phase:
             run.memory_items = items
             return
+        run.form = form = asked_form(run.query)
         useful = self._useful(items, run.entities, gate, run.query)
         if not useful:
             run.phase1 = items
             return
         run.memory_items = items
         probe = self.retrieval_config.corpus_probe
-        form = asked_form(run.query)
         gap = form is not None and not any(holds_form(form, i.text) for i in items)
         if not (probe or gap) or run.store_down or self._no_documents():
             run.notes.append(f"memory useful ({useful}): corpus skipped")
@@ -1215,7 +1217,7 @@ class ChatRecall(_AsyncMixin):
             return
         run.corpus_probe = True
         if gap and form is not None:
-            run.form_gap = form
+            run.form_gap = True
             what = _FORM_WORDS[form]
             run.notes.append(f"memory useful ({useful}) but holds no {what}, which the message asks for: the documents "
                              f"too, {'strong passages and ' if probe else ''}passages that state it kept")
@@ -1384,18 +1386,22 @@ class ChatRecall(_AsyncMixin):
 
     def _settle_corpus_probe(self, run: _Run) -> None:
         """A memory turn that searched the documents although its memories were useful keeps the passages that
-        state the answer form the memories lacked (a clock time, opening hours) and, with the corpus probe, the
+        state the answer form the memories lacked (a clock time, opening hours, a price...) and, with the probe, the
         strong ones: the memories answer, a document joins them only when it clearly bears on the question."""
         if not run.corpus_probe or not run.corpus_items:
             return
-        cfg, form, keep = self.retrieval_config, run.form_gap, []
+        cfg = self.retrieval_config
+        form = run.form if run.form_gap else None
+        if form is None:
+            why = "memory useful, passage not strong"
+        else:
+            why = ("not strong and " if cfg.corpus_probe else "") + f"holds no {_FORM_WORDS[form]}"
+        keep = []
         for item in run.corpus_items:
             if (cfg.corpus_probe and item.score >= cfg.strong_corpus_score) \
                     or (form is not None and holds_form(form, item.text)):
                 keep.append(item)
             else:
-                why = (f"holds no {_FORM_WORDS[form]}" if not cfg.corpus_probe else
-                       f"not strong and holds no {_FORM_WORDS[form]}") if form else "memory useful, passage not strong"
                 run.rejected.append(dataclasses.replace(item, why=why))
         run.corpus_items = keep
         if not keep:
@@ -1451,8 +1457,8 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"memory not clearly useful, but {why}: kept")
             run.memory_items = run.phase1
             # "what time do we open on Sunday?": the best passage that states the asked form stays, weak or not
-            form = asked_form(run.query)
-            best = next((i for i in run.corpus_items if form is not None and holds_form(form, i.text)), None)
+            form = run.form
+            best = None if form is None else next((i for i in run.corpus_items if holds_form(form, i.text)), None)
             if best is not None and form is not None:
                 run.notes.append(f"the best passage stating the {_FORM_WORDS[form]} asked for: kept")
             run.rejected.extend(dataclasses.replace(i, why="phase 2: corpus not strong, memory kept")
