@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._version import __version__
+from .adapters._guard import MissingExtraError
 from .core import ChatRecall, ChatRecallError, NotFoundError, RetrievalResult, Strategy, Turn
 from .core._config import StoreLimits
 from .core._validate import check_turn
@@ -718,6 +719,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except OSError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    except MissingExtraError as exc:  # an optional dependency the command needs: name the extra, no traceback
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:

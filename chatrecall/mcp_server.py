@@ -189,16 +189,24 @@ def build_server(
             raise ToolError(str(exc)) from None
 
     @server.tool(description="Store a message (a conversation turn) in the user's long-term memory. role: 'user' "
-                             "(default) for the user's message, 'assistant' for the assistant's own reply.")
-    async def remember(text: str, ctx: Context, session_id: str | None = None, role: str = "user") -> dict[str, Any]:
+                             "(default) for the user's message, 'assistant' for the assistant's own reply. "
+                             "session_id: the conversation it belongs to (default: the server's --session). "
+                             "timestamp: when it was said (ISO 8601 or Unix seconds; default: now), for "
+                             "imported histories.")
+    async def remember(text: str, ctx: Context, session_id: str | None = None, role: str = "user",
+                       timestamp: str | float | None = None) -> dict[str, Any]:
         sid = session_id or default_session
-        mid = await run(engine.aadd(text, user_id=caller(ctx), session_id=sid, role=role))
+        mid = await run(engine.aadd(text, user_id=caller(ctx), session_id=sid, role=role, timestamp=timestamp))
         return {"id": mid, "session_id": sid, "role": role}
 
     @server.tool(description="What the assistant should know to answer this message: decides whether memory is "
-                             "needed (route and reasons), returns the items with scores and the context block.")
-    async def recall(message: str, ctx: Context, k: int | None = None) -> dict[str, Any]:
-        res = await run(engine.aretrieve(message, user_id=caller(ctx), session_id=default_session, k=k))
+                             "needed (route and reasons), returns the items with scores and the context block. "
+                             "session_id: the conversation the message is part of (its recent turns are the "
+                             "recent window, not recalled again; default: the server's --session).")
+    async def recall(message: str, ctx: Context, k: int | None = None,
+                     session_id: str | None = None) -> dict[str, Any]:
+        res = await run(engine.aretrieve(message, user_id=caller(ctx), session_id=session_id or default_session,
+                                         k=k))
         return _summary(res)
 
     @server.tool(description="Pin a standing constraint (e.g. 'We use Postgres, not SQLite'); it is included in "

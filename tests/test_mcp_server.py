@@ -130,6 +130,17 @@ async def _conversation(client: Client) -> None:
     assert bad.is_error and "role" in bad.content[0].text  # type: ignore[union-attr]
     assert (await _call(client, "forget", session_id="last-week"))["memories"] == 3
     assert (await _call(client, "recall", message=QUESTION))["items"] == []
+    # helper-86: recall had no session (the recent window was always the server's --session) and turns
+    # could not be dated (an imported history showed the import's wall-clock time)
+    await _call(client, "remember", text="My flight to Lisbon lands at 18:40.", session_id="trip",
+                timestamp="2026-03-02T09:15:00")
+    elsewhere = await _call(client, "recall", message="when does my flight to Lisbon land?")
+    assert [i["text"] for i in elsewhere["items"]] == ["My flight to Lisbon lands at 18:40."]
+    assert "2026-03-02" in elsewhere["context"]
+    same = await _call(client, "recall", message="when does my flight to Lisbon land?", session_id="trip")
+    assert same["items"] == []  # the conversation's own recent turn: not recalled again
+    bad = await client.call_tool("remember", {"text": "hi", "timestamp": "next tuesday"})
+    assert bad.is_error and "timestamp" in bad.content[0].text  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- stdio
@@ -265,3 +276,16 @@ def test_mcp_server_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPa
     monkeypatch.delitem(sys.modules, "chatrecall.mcp_server", raising=False)
     with pytest.raises(ImportError, match=r"chatrecall\[mcp\]"):
         importlib.import_module("chatrecall.mcp_server")
+
+
+def test_cli_without_an_extra_prints_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """helper-86: `pip install '.[mcp]'` alone, then `chatrecall mcp`, ended in a traceback."""
+    from chatrecall import cli
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.delitem(sys.modules, "chatrecall.adapters.sentence_transformers", raising=False)
+    code = cli.main(["--path", str(tmp_path / "db"), "mcp", "--user", "alice"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "error:" in err and "chatrecall[embeddings]" in err and "Traceback" not in err

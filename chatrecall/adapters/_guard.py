@@ -10,7 +10,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["require"]
+__all__ = ["MissingExtraError", "require"]
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it."""
 
 
 def require(module_name: str, extra: str, *, package: str | None = None, adapter: str | None = None) -> ModuleType:
@@ -30,11 +34,11 @@ def require(module_name: str, extra: str, *, package: str | None = None, adapter
         The imported module.
 
     Raises:
-        ImportError: ``"chroma adapter needs chromadb: pip install 'chatrecall[chroma]'"``.
+        MissingExtraError: An ImportError, ``"chroma adapter needs chromadb: pip install 'chatrecall[chroma]'"``.
     """
     try:
         return importlib.import_module(module_name)
     except ImportError as exc:
         what = package or module_name
         msg = f"{adapter or extra} adapter needs {what}: pip install 'chatrecall[{extra}]'"
-        raise ImportError(msg, name=module_name) from exc
+        raise MissingExtraError(msg, name=module_name) from exc
