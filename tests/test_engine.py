@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections.abc import Callable
 
@@ -184,6 +185,22 @@ def test_memory_recall_with_reasons_and_components(cr: ChatRecall, clock: Manual
     assert "Relevant memories" in res.context
     assert res.tokens_used == sum(i.tokens for i in res.items) + sum(r.tokens for r in res.recent)
     assert set(res.timings_ms) >= {"gate", "embed", "memory", "total"}
+
+
+def test_the_memory_heading_says_when_now_is(cr: ChatRecall, clock: ManualClock) -> None:
+    """helper-85: dated memories and "would we lose the deposit if we postponed now?", with no "now" to read them
+    against. The heading says it, from the engine's clock (the same moment recency was read from)."""
+    _seed(cr, clock)
+    res = cr.retrieve("Remember that cheese project?", user_id="alice", session_id="s9")
+    when = datetime.datetime.fromtimestamp(clock.t, datetime.timezone.utc)
+    assert res.at == clock.t
+    heading = next(line for line in res.context.splitlines() if line.startswith("## Relevant memories"))
+    assert f"now {when:%Y-%m-%d %H:%M}, {when:%A}" in heading and "UTC" in heading
+    clock.advance(3 * DAY)
+    later = cr.retrieve("Remember that cheese project?", user_id="alice", session_id="s9")
+    when = datetime.datetime.fromtimestamp(clock.t, datetime.timezone.utc)
+    assert later.at == clock.t and f"now {when:%Y-%m-%d %H:%M}, {when:%A}" in later.context
+    assert "## Relevant memories" not in cr.retrieve("thanks!", user_id="alice", session_id="s9").context
 
 
 def test_users_are_isolated(cr: ChatRecall, clock: ManualClock) -> None:

@@ -18,6 +18,7 @@ from chatrecall.core._gate import (
     GateConfig,
     GatePattern,
     _analyse,
+    asks_or_requests,
 )
 from chatrecall.core._types import GateDecision, Route
 
@@ -749,3 +750,26 @@ def test_a_question_rule_decision_says_so(gate: Gate) -> None:
     plain = gate.decide("what's my cat called?")
     assert plain.rule == "" and "question rule" not in plain.explain()
     assert Gate(GateConfig(learned=False)).decide("what colour is the queen marked?").rule == ""
+
+
+#: Follow-ups that ask the documents something (the route plan's rule 8 searches them again after a document answer)
+FOLLOW_UPS_THAT_ASK = [
+    "and what's the pitch fee there?", "and on Sundays?", "tell me more about that one", "ok, and list the fees",
+    "so what about the deposit", "please explain that clause", "and how about the second one", "show me the rest",
+]
+#: Statements that continue the conversation but ask nothing (helper-86: "so she's Noodle now" drew 5 passages)
+STATEMENTS_THAT_CONTINUE = [
+    "Also, Pixel has a new name - my niece kept calling her Noodle and it stuck, so she's Noodle now.",
+    "listen, she is Noodle now", "Great, I'll pay it this week then.", "That one sounds good, I'll book it.",
+    "ok that makes sense", "and that's the one we used last year", "so the deposit is sorted then",
+]
+
+
+@pytest.mark.parametrize("message", FOLLOW_UPS_THAT_ASK)
+def test_follow_ups_that_ask_or_request(message: str) -> None:
+    assert asks_or_requests(message.lower())
+
+
+@pytest.mark.parametrize("message", STATEMENTS_THAT_CONTINUE)
+def test_statements_neither_ask_nor_request(message: str) -> None:
+    assert not asks_or_requests(message.lower())

@@ -555,7 +555,7 @@ class ChatRecallMemory(BaseMemory):
             else:
                 pins, items = self.engine.pins(self.user_id, self.session_id), []
             self._injected = tuple(items)
-        context = format_context(pins, (), items)
+        context = format_context(pins, (), items, now=self._last.at if self._last is not None else None)
         if not context:
             return history
         if self.insert == "system":

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 __all__ = ["FORMS", "FORM_WORDS"]
 
+#: events whose time is a clock time ("what's the check-in time?"); durations ("cooking time") are not events
+_EVENTS = (
+    r"check[- ]?in", r"check[- ]?out", r"kick[- ]?off", r"start(?:ing)?", r"departure", r"arrival", r"boarding",
+    r"pick[- ]?up", r"drop[- ]?off", r"collection", r"delivery", r"opening", r"closing", r"finish(?:ing)?",
+    r"meeting", r"appointment", r"reservation", r"booking", r"breakfast", r"lunch", r"dinner", r"curtain[- ]?up",
+    r"doors?", r"gate", r"show", r"match", r"game", r"class", r"session", r"ceremony", r"service", r"launch",
+    r"flight", r"train", r"bus", r"ferry", r"tee",
+)
 # "what time does …", "at what time", "what hour", "how early / late"
 _TIME_ASKED = (
     r"\b(?:what|which)\s+time(?:'s|s)?\b(?!\s+(?:of\s+(?:the\s+)?(?:year|day|month|week|season)|zone))"
     r"|\bwhat\s+hour\b|\bhow\s+(?:early|late)\b"
+    # "what's the check-in time?": an event named by its noun (not a duration: "the cooking / journey time")
+    r"|\bwhat(?:'s|\s+is|\s+are)\s+(?:the\s+|my\s+|our\s+|their\s+|his\s+|her\s+)?(?:" + "|".join(_EVENTS) + r")"
+    r"\s+times?\b"
 )
 # "when does X open / close / start / leave …": a day as often as a time ("when does Tom start work?")
 _WHEN_ASKED = (

@@ -32,7 +32,7 @@ from ._errors import (
     StoreUnavailableError,
 )
 from ._format import chunk_text, format_context
-from ._gate import Gate, GateConfig
+from ._gate import Gate, GateConfig, asks_or_requests
 from ._index import UserIndex, tokenize
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter, VectorIndexFactory
@@ -1107,8 +1107,9 @@ class ChatRecall(_AsyncMixin):
            owed?") searches both when there are documents
            (``RetrievalConfig.advice_both``).
         8. A memory route that continues the conversation (a continuity
-           signal) right after a turn that brought documents searches both:
-           "and what's the pitch fee there?" asks the documents again.
+           signal) and asks something, right after a turn that brought
+           documents, searches both: "and what's the pitch fee there?" asks
+           the documents again ("so she's Noodle now" does not).
         """
         route = gate.route
         st, sid = run.st, run.session_id
@@ -1130,6 +1131,7 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"route {forced.value} forced by the caller (the gate said {gate.route.value})")
             return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False)
         continues = any(r.weight > 0 and r.category in _CONTINUING for r in gate.reasons)
+        follows_up = any(r.weight > 0 and r.category == "continuity" for r in gate.reasons)
         corrected = gate.correction or (pending and continues)
         if corrected:
             if not route.wants_memory:
@@ -1146,9 +1148,10 @@ class ChatRecall(_AsyncMixin):
             # "my flight was 4 hours late, what am I owed?": the user's facts and a rule the documents hold
             route = Route.BOTH
             run.notes.append("the message asks for advice or rules: the documents too")
-        if route is Route.MEMORY and corpus_before and not corrected and not run.store_down \
-                and any(r.weight > 0 and r.category == "continuity" for r in gate.reasons) and not self._no_documents():
+        if route is Route.MEMORY and corpus_before and not corrected and not run.store_down and follows_up \
+                and asks_or_requests(run.message.lower()) and not self._no_documents():
             # "and what's the pitch fee there?" right after a turn the documents answered: the documents again
+            # (a statement there, "she's Noodle now", asks the documents nothing)
             route = Route.BOTH
             run.notes.append("continues a turn the documents answered: the documents too")
         if route is Route.CORPUS and st is not None:
@@ -1484,7 +1487,8 @@ class ChatRecall(_AsyncMixin):
                            diversity_threshold=cfg.diversity_threshold, in_order=True)
         run.rejected.extend(sel.rejected)
         used = fixed + sel.tokens
-        context = format_context(run.pins, recent, sel.selected)
+        now = self._clock()
+        context = format_context(run.pins, recent, sel.selected, now=now)
         run.timings["select"] = (time.perf_counter() - t) * 1e3
         run.timings["total"] = (time.perf_counter() - run.t_start) * 1e3
 
@@ -1502,7 +1506,7 @@ class ChatRecall(_AsyncMixin):
             strategy=search.strategy if search else None, query_type=search.query_type if search else None,
             items=sel.selected, recent=recent, pins=tuple(run.pins), rejected=tuple(run.rejected),
             tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=run.timings, notes=tuple(run.notes),
-            context=context,
+            context=context, at=now,
         )
 
     def _best_memory_under_min_score(self, run: _Run, plan: _Plan, found: Sequence[ScoredItem]) -> ScoredItem | None:

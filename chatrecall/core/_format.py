@@ -16,11 +16,18 @@ def _when(ts: float) -> str:
 
 
 def format_context(
-    pins: Sequence[Pin], recent: Sequence[ScoredItem], items: Sequence[ScoredItem]
+    pins: Sequence[Pin], recent: Sequence[ScoredItem], items: Sequence[ScoredItem], *, now: float | None = None
 ) -> str:
     """Labelled sections: pinned constraints, recent turns, memories, passages.
 
     Empty sections are left out, so a turn that needs nothing injects "".
+
+    Args:
+        pins: Pinned constraints.
+        recent: The recent window, oldest first.
+        items: Memories and passages, in the order to show them.
+        now: When the question is asked (POSIX seconds): the memories' heading says it, so "three weeks ago" or
+            "if we postponed now" can be read against their dates (helper-85, stop 29). None: not said.
     """
     parts: list[str] = []
     if pins:
@@ -37,7 +44,8 @@ def format_context(
             r = it.record
             label = f"[{_when(r.timestamp)} · {r.role}]" if r else "[memory]"
             lines.append(f"- {label} {it.text}")
-        parts.append("## Relevant memories from the conversation history (dated)\n" + "\n".join(lines))
+        today = "" if now is None else f"; now {_when(now)}, {_dt.datetime.fromtimestamp(now, _dt.timezone.utc):%A}"
+        parts.append(f"## Relevant memories from the conversation history (dated, UTC{today})\n" + "\n".join(lines))
     docs = [it for it in items if it.source == "corpus"]
     if docs:
         lines = []

@@ -43,7 +43,13 @@ from types import MappingProxyType
 from ._errors import ConfigError, InvalidInputError
 from ._gate_model import LinearRouter, RouterTables, load_default_router
 from ._gate_pattern import CORRECTION, TARGET_CORPUS, TARGET_MEMORY, TARGET_NONE, GatePattern
-from ._gate_patterns import DEFAULT_PATTERNS, QUESTION_OPENERS, RECALL_REQUEST_OPENERS
+from ._gate_patterns import (
+    DEFAULT_PATTERNS,
+    QUESTION_OPENERS,
+    RECALL_REQUEST_OPENERS,
+    REQUEST_LEAD_WORDS,
+    REQUEST_OPENERS,
+)
 from ._regex_index import MODE_AT as _MODE_AT
 from ._regex_index import MODE_SEARCH as _MODE_SEARCH
 from ._regex_index import analyse as _analyse
@@ -184,6 +190,17 @@ def asks_something(low: str) -> bool:
     first = _TOKEN.search(low)
     return (first is not None and first[0] in _QUESTION_OPENERS) or \
         low.lstrip(" \t\n\"'([").startswith(RECALL_REQUEST_OPENERS)
+
+
+_REQUEST = re.compile(r"^\W*(?:(?:" + "|".join(map(re.escape, REQUEST_LEAD_WORDS)) + r")\b\W*)*(?:"
+                      + "|".join(map(re.escape, REQUEST_OPENERS)) + r")\b")
+
+
+def asks_or_requests(low: str) -> bool:
+    """Whether a lowered message asks something (:func:`asks_something`) or requests information without a
+    question mark ("tell me more about that one", ``REQUEST_OPENERS``): a statement ("so she's Noodle now")
+    does neither."""
+    return asks_something(low) or _REQUEST.match(low) is not None
 
 
 _REASON_CACHE = 16384

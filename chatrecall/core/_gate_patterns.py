@@ -1097,6 +1097,17 @@ QUESTION_OPENERS: tuple[str, ...] = (
 )
 #: Openings of a request to be reminded ("remind me how often the VPN password is rotated"): the question
 #: rule treats such a message as a question (the combiner's own features do not change).
+#: Openings of a request for information that has no question mark ("tell me more about that one", "and list the
+#: fees"): with :data:`QUESTION_OPENERS` they tell a follow-up that asks something from a statement ("so she's
+#: Noodle now"), for the route plan's follow-up rule (not the gate's question rule). Leading "and / so / ok /
+#: please" are skipped.
+REQUEST_OPENERS: tuple[str, ...] = (
+    "tell me", "tell us", "show me", "show us", "give me", "give us", "explain", "list", "describe", "summarise",
+    "summarize", "what about", "how about", "more on", "more about", "any more", "anything else", "check",
+    "look up", "find", "send me", "walk me through",
+)
+#: Words skipped before a request opener ("and tell me...", "ok, so list...").
+REQUEST_LEAD_WORDS: tuple[str, ...] = ("and", "so", "ok", "okay", "please", "pls", "then", "also", "now", "right")
 RECALL_REQUEST_OPENERS: tuple[str, ...] = (
     "remind me", "can you remind me", "could you remind me", "please remind me", "pls remind me",
     "can u remind me", "just remind me", "quick, remind me", "quickly remind me",

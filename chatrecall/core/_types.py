@@ -271,6 +271,8 @@ class RetrievalResult:
         timings_ms: Wall time per phase.
         notes: Decisions taken on the way (memory useful, timeout, degraded...).
         context: Formatted context block for the prompt.
+        at: When it was decided (the engine's clock, POSIX seconds): the moment recency and "last week" were read
+            from, and the "now" the context's memory heading states.
     """
 
     message: str
@@ -287,6 +289,7 @@ class RetrievalResult:
     timings_ms: Mapping[str, float]
     notes: tuple[str, ...]
     context: str
+    at: float | None = None
 
     @property
     def memories(self) -> tuple[ScoredItem, ...]:
