@@ -67,6 +67,24 @@ NOT_EVENT_TIME = [
     "what's the best time to visit Lisbon?",
     "what's the screen time limit for kids?",
 ]
+#: a deadline or cut-off (helper-87, stop 30: "What's the bag drop deadline on race day?"): a day or a time answers it;
+#: written before the pattern
+ASKS_DEADLINE = [
+    "What's the bag drop deadline on race day?",
+    "what's the deadline for the trip consent forms?",
+    "when's the deadline for the coursework?",
+    "what is the cut-off for late entries?",
+    "what's the entry cut-off time?",
+    "by when do I need to send the form back?",
+    "whats the deadline for the april-june quarter return?",
+]
+NOT_DEADLINE = [
+    "what was the deadline for the last return?",    # past
+    "what happens if I miss the deadline?",
+    "how strict is the deadline?",
+    "can I get an extension on the deadline?",
+    "what's the cut-off score for a grade 7?",
+]
 HOLDS_TIME = [
     "The club run starts at 6:30pm from the Lido.",
     "Saturday: long run, 8:00am from the main car park.",
@@ -234,6 +252,16 @@ def test_a_clock_time_is_asked(question: str) -> None:
     # ("when does the library open on saturdays?" asks opening hours, the form tried before it)
     expected = ("when", "hours") if question.lower().startswith("when") else ("time",)
     assert asked_form(question) in expected
+
+
+@pytest.mark.parametrize("question", ASKS_DEADLINE)
+def test_a_deadline_is_asked_as_a_day_or_time(question: str) -> None:
+    assert asked_form(question) in ("when", "time")
+
+
+@pytest.mark.parametrize("question", NOT_DEADLINE)
+def test_no_deadline_is_asked(question: str) -> None:
+    assert asked_form(question) is None
 
 
 @pytest.mark.parametrize("question", ASKS_EVENT_TIME)

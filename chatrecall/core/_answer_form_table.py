@@ -31,6 +31,10 @@ _WHEN_ASKED = (
     r"\bwhen(?:'s|\s+(?:does|do|is|are|will|should|must))\b[^?.!]*?"
     r"\b(?:opens?|closes?|starts?|begins?|finish(?:es)?|ends?|leaves?|departs?|arrives?|lands?|boards?"
     r"|(?:sets?|kicks?)\s+off)\b"
+    # a deadline or cut-off: "what's the bag drop deadline?", "when's the deadline for…", "by when do I…"
+    r"|\b(?:what|when)(?:'s|s|\s+is)\s+(?:the\s+|my\s+|our\s+|their\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:deadline|cut[- ]?off)(?!\s+(?:score|mark|grade|point|age|weight|level))\b"
+    r"|\bby\s+when\b"
 )
 # the answer is the dated turn itself ("what time did I get home?") or what was said about it
 _TIME_PAST = r"\b(?:did|was|were|had)\b"
