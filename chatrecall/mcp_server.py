@@ -121,6 +121,7 @@ def _summary(res: RetrievalResult) -> dict[str, Any]:
         "tokens_used": res.tokens_used,
         "notes": list(res.notes),
         "context": res.context,
+        "at": res.at,
     }
 
 

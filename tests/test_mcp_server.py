@@ -137,6 +137,7 @@ async def _conversation(client: Client) -> None:
     elsewhere = await _call(client, "recall", message="when does my flight to Lisbon land?")
     assert [i["text"] for i in elsewhere["items"]] == ["My flight to Lisbon lands at 18:40."]
     assert "2026-03-02" in elsewhere["context"]
+    assert isinstance(elsewhere["at"], float) and elsewhere["at"] > 1_772_440_000  # decided now, after the turn
     same = await _call(client, "recall", message="when does my flight to Lisbon land?", session_id="trip")
     assert same["items"] == []  # the conversation's own recent turn: not recalled again
     bad = await client.call_tool("remember", {"text": "hi", "timestamp": "next tuesday"})

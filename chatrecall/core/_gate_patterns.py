@@ -1095,8 +1095,6 @@ QUESTION_OPENERS: tuple[str, ...] = (
     "when", "what", "who", "where", "which", "how", "why", "whose", "is", "are", "do", "does", "did", "can",
     "could", "will", "would", "should", "has", "have",
 )
-#: Openings of a request to be reminded ("remind me how often the VPN password is rotated"): the question
-#: rule treats such a message as a question (the combiner's own features do not change).
 #: Openings of a request for information that has no question mark ("tell me more about that one", "and list the
 #: fees"): with :data:`QUESTION_OPENERS` they tell a follow-up that asks something from a statement ("so she's
 #: Noodle now"), for the route plan's follow-up rule (not the gate's question rule). Leading "and / so / ok /
@@ -1108,6 +1106,8 @@ REQUEST_OPENERS: tuple[str, ...] = (
 )
 #: Words skipped before a request opener ("and tell me...", "ok, so list...").
 REQUEST_LEAD_WORDS: tuple[str, ...] = ("and", "so", "ok", "okay", "please", "pls", "then", "also", "now", "right")
+#: Openings of a request to be reminded ("remind me how often the VPN password is rotated"): the question
+#: rule treats such a message as a question (the combiner's own features do not change).
 RECALL_REQUEST_OPENERS: tuple[str, ...] = (
     "remind me", "can you remind me", "could you remind me", "please remind me", "pls remind me",
     "can u remind me", "just remind me", "quick, remind me", "quickly remind me",
