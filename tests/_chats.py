@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+import pytest
+
 from chatrecall import ChatRecall, RetrievalResult
 from chatrecall.testing import ManualClock
 
@@ -16,3 +21,43 @@ def chat_turn(cr: ChatRecall, clock: ManualClock, user: str, session: str, messa
     clock.advance(20)
     cr.add(reply, user_id=user, session_id=session, role="assistant")
     return res
+
+
+def replay_chat(cr: ChatRecall, clock: ManualClock, user: str, t0: float,
+                sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]]) -> dict[str, RetrievalResult]:
+    """Replay a scripted chat, every turn retrieved then stored: ``sessions`` are (day after ``t0``, session id,
+    [(message, reply), ...]). Returns {message: its RetrievalResult}."""
+    results: dict[str, RetrievalResult] = {}
+    for day, sid, turns in sessions:
+        clock.t = t0 + day * 86400.0
+        for message, reply in turns:
+            res = chat_turn(cr, clock, user, sid, message, reply)
+            assert res is not None
+            results[message] = res
+    return results
+
+
+def passages_hold(res: RetrievalResult, needed: str) -> bool:
+    """Whether a corpus passage of the injected items holds ``needed``."""
+    return any(needed in i.text for i in res.items if i.source == "corpus")
+
+
+def with_known_misses(questions: Iterable[str], misses: Collection[str]) -> list[Any]:
+    """Parametrize values: the known misses as strict xfails (a fix makes them fail, to be moved out of the set)."""
+    return [pytest.param(q, marks=pytest.mark.xfail(strict=True, reason="known miss")) if q in misses else q
+            for q in sorted(questions)]
+
+
+def replay_with_documents(directory: str, embedder: Any, user: str, t0: float, documents: Sequence[dict[str, str]],
+                          sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]]) -> dict[str, RetrievalResult]:
+    """A fresh engine on embedded Chroma in ``directory`` with the user's private ``documents``, the chat replayed
+    through it (:func:`replay_chat`), then closed."""
+    from chatrecall.adapters.chroma import ChromaStore
+
+    clock = ManualClock(t0)
+    cr = ChatRecall(store=ChromaStore(path=directory), embedder=embedder, clock=clock)
+    try:
+        cr.add_documents(documents, user_id=user)
+        return replay_chat(cr, clock, user, t0, sessions)
+    finally:
+        cr.close()

@@ -12,13 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _chats import chat_turn
-
-from chatrecall import ChatRecall
-from chatrecall.testing import ManualClock
+from _chats import passages_hold, replay_with_documents, with_known_misses
 
 USER = "priya"
-DAY = 86400.0
 T0 = 1772442000.0  # 2026-03-02 09:00 UTC
 
 DOCS = [
@@ -190,22 +186,8 @@ STATEMENTS_AFTER_DOCUMENTS = [
 
 @pytest.fixture(scope="module")
 def chat(tmp_path_factory: pytest.TempPathFactory, st_embedder: Any) -> dict[str, Any]:
-    """Every turn of the chat, retrieved then stored: {message: its RetrievalResult}."""
-    from chatrecall.adapters.chroma import ChromaStore
-
-    clock = ManualClock(T0)
-    store = ChromaStore(path=str(tmp_path_factory.mktemp("freelancer") / "db"))
-    cr = ChatRecall(store=store, embedder=st_embedder, clock=clock)
-    cr.add_documents(DOCS, user_id=USER)  # her paperwork, private to her
-    results: dict[str, Any] = {}
-    try:
-        for day, sid, turns in SESSIONS:
-            clock.t = T0 + day * DAY
-            for message, reply in turns:
-                results[message] = chat_turn(cr, clock, USER, sid, message, reply)
-    finally:
-        cr.close()
-    return results
+    """Every turn of the chat, retrieved then stored: {message: its RetrievalResult} (her documents private to her)."""
+    return replay_with_documents(str(tmp_path_factory.mktemp("freelancer") / "db"), st_embedder, USER, T0, DOCS, SESSIONS)
 
 
 #: Not served yet: the hotel is named only in the assistant's reply before ("The Casa Azulejo in Alfama"), and the
@@ -215,12 +197,10 @@ KNOWN_MISSES = {"and what's the check-in time there?"}
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("question", [pytest.param(q, marks=pytest.mark.xfail(strict=True, reason="known miss"))
-                                      if q in KNOWN_MISSES else q for q in sorted(ANSWERED_BY)])
+@pytest.mark.parametrize("question", with_known_misses(ANSWERED_BY, KNOWN_MISSES))
 def test_document_answers_reach_the_prompt(chat: dict[str, Any], question: str) -> None:
     res = chat[question]
-    passages = [i.text for i in res.items if i.source == "corpus"]
-    assert any(ANSWERED_BY[question] in t for t in passages), res.explain()
+    assert passages_hold(res, ANSWERED_BY[question]), res.explain()
 
 
 @pytest.mark.model

@@ -12,13 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _chats import chat_turn
-
-from chatrecall import ChatRecall
-from chatrecall.testing import ManualClock
+from _chats import passages_hold, replay_with_documents, with_known_misses
 
 USER = "tom"
-DAY = 86400.0
 T0 = 1772478000.0  # 2026-03-02 19:00 UTC
 
 DOCS = [
@@ -213,22 +209,8 @@ ANSWERED_BY = {
 
 @pytest.fixture(scope="module")
 def chat(tmp_path_factory: pytest.TempPathFactory, st_embedder: Any) -> dict[str, Any]:
-    """Every turn of the chat, retrieved then stored: {message: its RetrievalResult}."""
-    from chatrecall.adapters.chroma import ChromaStore
-
-    clock = ManualClock(T0)
-    store = ChromaStore(path=str(tmp_path_factory.mktemp("teacher") / "db"))
-    cr = ChatRecall(store=store, embedder=st_embedder, clock=clock)
-    cr.add_documents(DOCS, user_id=USER)  # his paperwork, private to him
-    results: dict[str, Any] = {}
-    try:
-        for day, sid, turns in SESSIONS:
-            clock.t = T0 + day * DAY
-            for message, reply in turns:
-                results[message] = chat_turn(cr, clock, USER, sid, message, reply)
-    finally:
-        cr.close()
-    return results
+    """Every turn of the chat, retrieved then stored: {message: its RetrievalResult} (his documents private to him)."""
+    return replay_with_documents(str(tmp_path_factory.mktemp("teacher") / "db"), st_embedder, USER, T0, DOCS, SESSIONS)
 
 
 #: Not served yet (strict xfail): the coach's departure time, reached through the user's earlier "What time does it
@@ -238,12 +220,10 @@ KNOWN_MISSES = {"What time does my wave start?"}
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("question", [pytest.param(q, marks=pytest.mark.xfail(strict=True, reason="known miss"))
-                                      if q in KNOWN_MISSES else q for q in sorted(ANSWERED_BY)])
+@pytest.mark.parametrize("question", with_known_misses(ANSWERED_BY, KNOWN_MISSES))
 def test_document_answers_reach_the_prompt(chat: dict[str, Any], question: str) -> None:
     res = chat[question]
-    passages = [i.text for i in res.items if i.source == "corpus"]
-    assert any(ANSWERED_BY[question] in t for t in passages), res.explain()
+    assert passages_hold(res, ANSWERED_BY[question]), res.explain()
 
 
 @pytest.mark.model
