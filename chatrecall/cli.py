@@ -715,13 +715,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return int(args.func(args))
-    except ChatRecallError as exc:
-        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
-    except OSError as exc:
-        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
-    except MissingExtraError as exc:  # an optional dependency the command needs: name the extra, no traceback
+    except (ChatRecallError, OSError, MissingExtraError) as exc:  # a missing extra: named, no traceback
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:

@@ -124,6 +124,8 @@ class _Run:
     explicit_k: bool
     strategy: Strategy | None
     t_start: float
+    #: The engine's clock, read once per call: recency, "last week" and the context's "now" are all read from it.
+    now: float
     #: What is searched for: the message, without the part a correction rules out ("..., not staging").
     query: str = ""
     st: _UserState | None = None
@@ -712,6 +714,7 @@ class ChatRecall(_AsyncMixin):
         exclude: frozenset[str] = frozenset(),
         weights: Mapping[str, float] | None = None,
         refresh: bool = True,
+        now: float | None = None,
     ) -> _Search:
         """Rank one user's memories for ``query`` (the ranking itself: :func:`rank_memories`).
 
@@ -719,9 +722,9 @@ class ChatRecall(_AsyncMixin):
         entities, the newest turns, the turns of a period the query names, and
         their conversation neighbours); see :func:`rank_memories` for the fusion.
         ``refresh=False``: the caller has just found the index fresh
-        (:meth:`_fresh_without_store`).
+        (:meth:`_fresh_without_store`). ``now``: the reference time (default: the engine's clock).
         """
-        now = self._clock()
+        now = self._clock() if now is None else now
         st = self._state(user_id)
         if refresh:
             self._refresh(st, user_id, qvec)
@@ -986,7 +989,7 @@ class ChatRecall(_AsyncMixin):
                                           or budget_tokens < 0):
             raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
         run = _Run(message=message, user_id=user_id, session_id=session_id, k=k, explicit_k=explicit_k,
-                   strategy=strat, t_start=t_start)
+                   strategy=strat, t_start=t_start, now=self._clock())
         return self._retrieve(run, route, budget_tokens, include_recent)
 
     def _retrieve(self, run: _Run, forced: Route | None, budget_tokens: int | None,
@@ -1130,8 +1133,8 @@ class ChatRecall(_AsyncMixin):
         if forced is not None:
             run.notes.append(f"route {forced.value} forced by the caller (the gate said {gate.route.value})")
             return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False)
-        continues = any(r.weight > 0 and r.category in _CONTINUING for r in gate.reasons)
-        follows_up = any(r.weight > 0 and r.category == "continuity" for r in gate.reasons)
+        fired = {r.category for r in gate.reasons if r.weight > 0}
+        continues, follows_up = bool(fired & _CONTINUING), "continuity" in fired
         corrected = gate.correction or (pending and continues)
         if corrected:
             if not route.wants_memory:
@@ -1243,10 +1246,11 @@ class ChatRecall(_AsyncMixin):
             fresh = timeout_ms is not None and run.st is not None and self._fresh_without_store(run.st, run.user_id)
             if timeout_ms is None or fresh:
                 search = self._search_memory(run.query, run.qvec, run.entities, run.user_id,
-                                             strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh)
+                                             strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh,
+                                             now=run.now)
             else:
                 fut = self._pool.submit(self._search_memory, run.query, run.qvec, run.entities, run.user_id,
-                                        strategy=run.strategy, k=k, exclude=exclude)
+                                        strategy=run.strategy, k=k, exclude=exclude, now=run.now)
                 try:
                     search = fut.result(timeout=timeout_ms / 1e3)
                 except cf.TimeoutError:
@@ -1461,9 +1465,11 @@ class ChatRecall(_AsyncMixin):
             run.memory_items = run.phase1
             # "what time do we open on Sunday?": the best passage that states the asked form stays, weak or not
             form = run.form
-            best = None if form is None else next((i for i in run.corpus_items if holds_form(form, i.text)), None)
-            if best is not None and form is not None:
-                run.notes.append(f"the best passage stating the {_FORM_WORDS[form]} asked for: kept")
+            best = None
+            if form is not None:
+                best = next((i for i in run.corpus_items if holds_form(form, i.text)), None)
+                if best is not None:
+                    run.notes.append(f"the best passage stating the {_FORM_WORDS[form]} asked for: kept")
             run.rejected.extend(dataclasses.replace(i, why="phase 2: corpus not strong, memory kept")
                                 for i in run.corpus_items if i is not best)
             run.corpus_items = [best] if best is not None else []
@@ -1487,8 +1493,7 @@ class ChatRecall(_AsyncMixin):
                            diversity_threshold=cfg.diversity_threshold, in_order=True)
         run.rejected.extend(sel.rejected)
         used = fixed + sel.tokens
-        now = self._clock()
-        context = format_context(run.pins, recent, sel.selected, now=now)
+        context = format_context(run.pins, recent, sel.selected, now=run.now)
         run.timings["select"] = (time.perf_counter() - t) * 1e3
         run.timings["total"] = (time.perf_counter() - run.t_start) * 1e3
 
@@ -1506,7 +1511,7 @@ class ChatRecall(_AsyncMixin):
             strategy=search.strategy if search else None, query_type=search.query_type if search else None,
             items=sel.selected, recent=recent, pins=tuple(run.pins), rejected=tuple(run.rejected),
             tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=run.timings, notes=tuple(run.notes),
-            context=context, at=now,
+            context=context, at=run.now,
         )
 
     def _best_memory_under_min_score(self, run: _Run, plan: _Plan, found: Sequence[ScoredItem]) -> ScoredItem | None:

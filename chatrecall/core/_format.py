@@ -44,7 +44,8 @@ def format_context(
             r = it.record
             label = f"[{_when(r.timestamp)} · {r.role}]" if r else "[memory]"
             lines.append(f"- {label} {it.text}")
-        today = "" if now is None else f"; now {_when(now)}, {_dt.datetime.fromtimestamp(now, _dt.timezone.utc):%A}"
+        moment = None if now is None else _dt.datetime.fromtimestamp(now, _dt.timezone.utc)
+        today = "" if moment is None else f"; now {moment:%Y-%m-%d %H:%M}, {moment:%A}"
         parts.append(f"## Relevant memories from the conversation history (dated, UTC{today})\n" + "\n".join(lines))
     docs = [it for it in items if it.source == "corpus"]
     if docs:
