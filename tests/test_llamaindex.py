@@ -323,6 +323,46 @@ def test_condense_plus_context_with_the_retriever_and_a_history_only_memory(
     assert all(m.role.value != "system" for m in memory.get())  # history only
 
 
+@pytest.mark.parametrize("real", [False, True])
+def test_condense_plus_context_answers_small_talk_with_the_llm(real: bool, request: pytest.FixtureRequest) -> None:
+    # helper-88 (stop 31): with no pin, every greeting the gate skips gave the retriever no node, and LlamaIndex's
+    # synthesizer answered "Empty Response" without calling the LLM. as_context=True returns the context as one
+    # node, empty on such a turn, so the LLM is always called.
+    engine = request.getfixturevalue("real_cr" if real else "cr")
+    session = f"cpc-empty-{real}"
+    llm = _CountingLLM(max_tokens=3)
+    retriever = ChatRecallRetriever(engine, "bob", session_id=session, as_context=True)
+    chat = CondensePlusContextChatEngine.from_defaults(
+        retriever=retriever, llm=llm, skip_condense=True,  # the mock LLM would condense the question to noise
+        memory=ChatRecallMemory.from_defaults(engine=engine, user_id="bob", session_id=session, recall=False))
+    resp = chat.chat("thanks, that's great!")
+    assert str(resp) != "Empty Response" and len(llm.calls) == 1, (str(resp), llm.calls)
+    assert retriever.last_result is not None and retriever.last_result.route.value == "none"
+    assert [n.node.get_content() for n in resp.source_nodes] == [""]
+    chat.chat("what's the codename of my cheese project again?")
+    assert retriever.last_result is not None and retriever.last_result.route.wants_memory, \
+        retriever.last_result.explain()
+    assert "Roquefort-42" in llm.calls[-1] and "dated, UTC" in llm.calls[-1], llm.calls[-1]
+
+
+def test_retriever_as_context_node_and_last_result(cr: ChatRecall) -> None:
+    r = ChatRecallRetriever(cr, "alice", as_context=True)
+    assert r.last_result is None
+    nodes = r.retrieve("Remember what broke with ECONNREFUSED?")
+    assert len(nodes) == 1
+    node = nodes[0].node
+    assert PIN in node.get_content() and ECONN in node.get_content()
+    assert node.metadata["route"] == r.last_result.route.value  # type: ignore[union-attr]
+    assert node.metadata["item_ids"] == [it.id for it in r.last_result.items]  # type: ignore[union-attr]
+    hidden = node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "item_ids" not in hidden and "route" not in hidden
+    search = ChatRecallRetriever(cr, "alice", mode="search")
+    search.retrieve("database")
+    assert search.last_result is None
+    with pytest.raises(ConfigError, match="as_context=True needs mode='retrieve'"):
+        ChatRecallRetriever(cr, "alice", mode="search", as_context=True)
+
+
 def test_function_agent_uses_memory(cr: ChatRecall) -> None:
     def lookup_weather(city: str = "Lyon") -> str:
         """Weather of a city."""

@@ -78,6 +78,7 @@ __all__ = [
     "LlamaIndexEmbedder",
     "item_to_node",
     "pin_to_node",
+    "result_to_context_node",
     "result_to_nodes",
 ]
 
@@ -164,6 +165,29 @@ def result_to_nodes(result: RetrievalResult, *, include_pins: bool = True) -> li
     return pins + [item_to_node(it, result) for it in result.items]
 
 
+def result_to_context_node(result: RetrievalResult, *, include_pins: bool = True) -> NodeWithScore:
+    """A :meth:`ChatRecall.retrieve` result as ONE node: the dated, labelled block the LLM should read.
+
+    The text is what :class:`ChatRecallMemory` puts in the system message (pins, then memories with their dates
+    and the documents' passages, under headings saying what each is and when "now" is), without the recent
+    window (the chat history holds it). It is empty when the turn needs nothing: the node is still returned, so
+    an engine that answers from its nodes (``CondensePlusContextChatEngine``, ``ContextChatEngine``) calls its
+    LLM instead of answering "Empty Response". Metadata (hidden from the LLM): ``route``, ``reasons``, ``gate``,
+    ``at`` and ``item_ids``.
+    """
+    pins = result.pins if include_pins else ()
+    text = format_context(pins, (), result.items, now=result.at)
+    md: dict[str, Any] = {
+        "source": "context",
+        **_gate_fields(result),
+        "at": result.at,
+        "item_ids": [it.id for it in result.items],
+    }
+    keys = [*_DIAGNOSTIC_KEYS, "at", "item_ids"]
+    node = TextNode(text=text, metadata=md, excluded_llm_metadata_keys=keys, excluded_embed_metadata_keys=keys)
+    return NodeWithScore(node=node, score=1.0)
+
+
 def _message_text(message: ChatMessage | str | None) -> str:
     if message is None:
         return ""
@@ -218,11 +242,24 @@ class ChatRecallRetriever(BaseRetriever):
         strategy: Force a memory strategy (default: the query classifier).
         include_pins: ``retrieve`` mode only: return pins as nodes.
         budget_tokens: ``retrieve`` mode only: override the token budget.
+        as_context: ``retrieve`` mode only: return one node holding the
+            dated, labelled context (:func:`result_to_context_node`), empty
+            when the turn needs nothing. For a chat engine that answers from
+            its retriever's nodes (``CondensePlusContextChatEngine``,
+            ``ContextChatEngine``): with no node at all, LlamaIndex answers
+            "Empty Response" without calling the LLM, which is what the gate
+            makes of every greeting otherwise.
         callback_manager: LlamaIndex callbacks.
 
     Nodes are ``TextNode`` with the record id and metadata ``source``,
     ``score``, ``components``, ``tier``, ``why`` and (``retrieve`` mode)
     ``route``, ``reasons``, ``gate``; none of these reach the LLM prompt.
+    :attr:`last_result` is the latest ``retrieve``-mode result, for
+    ``last_result.explain()``.
+
+    Raises:
+        ConfigError: ``mode`` is unknown, or ``as_context`` is asked in
+            ``search`` mode.
     """
 
     def __init__(
@@ -236,6 +273,7 @@ class ChatRecallRetriever(BaseRetriever):
         strategy: str | None = None,
         include_pins: bool = True,
         budget_tokens: int | None = None,
+        as_context: bool = False,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         super().__init__(callback_manager=callback_manager)
@@ -244,9 +282,20 @@ class ChatRecallRetriever(BaseRetriever):
         self.session_id = session_id
         self.k = k
         self.mode = _check_mode(mode)
+        if as_context and self.mode != "retrieve":
+            raise ConfigError(f"as_context=True needs mode='retrieve' (got mode={mode!r}): 'search' ranks memories "
+                              "only, with no gate and no context to format")
+        self.as_context = as_context
         self.strategy = strategy
         self.include_pins = include_pins
         self.budget_tokens = budget_tokens
+        self._last: RetrievalResult | None = None
+
+    @property
+    def last_result(self) -> RetrievalResult | None:
+        """The result of this retriever's latest ``retrieve``-mode call (None before the first, and in
+        ``search`` mode): ``last_result.explain()`` says what was decided and why."""
+        return self._last
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
@@ -263,6 +312,9 @@ class ChatRecallRetriever(BaseRetriever):
             strategy=self.strategy,
             budget_tokens=self.budget_tokens,
         )
+        self._last = result
+        if self.as_context:
+            return [result_to_context_node(result, include_pins=self.include_pins)]
         return result_to_nodes(result, include_pins=self.include_pins)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
