@@ -8,7 +8,7 @@ an answer of that form). Regexes run on the lowercased text with typographic apo
 
 from __future__ import annotations
 
-__all__ = ["FORMS", "FORM_WORDS"]
+__all__ = ["FORMS", "FORM_WORDS", "FORM_QUESTION_WORDS"]
 
 #: events whose time is a clock time ("what's the check-in time?"); durations ("cooking time") are not events
 _EVENTS = (
@@ -32,9 +32,11 @@ _WHEN_ASKED = (
     r"\b(?:opens?|closes?|starts?|begins?|finish(?:es)?|ends?|leaves?|departs?|arrives?|lands?|boards?"
     r"|(?:sets?|kicks?)\s+off)\b"
     # a deadline or cut-off: "what's the bag drop deadline?", "when's the deadline for…", "by when do I…"
-    r"|\b(?:what|when)(?:'s|s|\s+is)\s+(?:the\s+|my\s+|our\s+|their\s+)?(?:[\w-]+\s+){0,2}?"
+    r"|\b(?:what|when)(?:'s|s|\s+is)\s+(?:the\s+|my\s+|our\s+|their\s+)?(?:[\w-]+\s+){0,4}?"
     r"(?:deadline|cut[- ]?off)(?!\s+(?:score|mark|grade|point|age|weight|level))\b"
     r"|\bby\s+when\b"
+    # the next one of something: "when's the next association meeting?", "when's my next night shift?"
+    r"|\bwhen(?:'s|\s+(?:is|are|will))\s+(?:the|my|our|their|his|her)\s+next\b"
 )
 # the answer is the dated turn itself ("what time did I get home?") or what was said about it
 _TIME_PAST = r"\b(?:did|was|were|had)\b"
@@ -95,3 +97,12 @@ FORMS: dict[str, tuple[str, str, str]] = {
 }
 #: form -> how notes and ``why`` name it
 FORM_WORDS: dict[str, str] = {"time": "clock time", "hours": "opening hours", "when": "day or time", "price": "price"}
+#: Words of a question that only say which form is asked ("what TIME does ... START", "the entry DEADLINE", "the
+#: NEXT meeting"): a memory that holds a time answers the question only when it shares one of the question's other
+#: words (a shift swap "at 19:45" does not answer "when's the honey show entry deadline?").
+FORM_QUESTION_WORDS = (
+    "time", "times", "hour", "hours", "clock", "deadline", "cut", "cutoff", "off", "day", "days", "date", "when",
+    "much", "price", "cost", "costs", "fee", "fare", "charge", "open", "opens", "opening", "close", "closes",
+    "closing", "start", "starts", "begin", "begins", "finish", "finishes", "end", "ends", "leave", "leaves", "next",
+    "early", "late", "exactly", "usually",
+)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ._aio import _AsyncMixin
+from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of
@@ -61,6 +62,8 @@ from ._validate import check_id, check_k, check_metadata, check_strategy, check_
 __all__ = ["ChatRecall"]
 
 _ANCHOR_KINDS = frozenset({"identifier", "path", "error", "quoted", "name"})
+#: The words that only name the asked form, as BM25 terms (``_answer_form_table.FORM_QUESTION_WORDS``).
+_FORM_TERMS = frozenset(t for w in _FORM_QUESTION_WORDS for t in tokenize(w))
 #: Gate categories whose signal means a turn continues the previous one (a pending correction applies).
 _CONTINUING = frozenset({"continuity", "explicit", "recall", "temporal", "correction"})
 _MEMORY_SIGNS = _CONTINUING | {"personal"}  # categories whose patterns speak of the user (named in notes)
@@ -1216,7 +1219,7 @@ class ChatRecall(_AsyncMixin):
             return
         run.memory_items = items
         probe = self.retrieval_config.corpus_probe
-        gap = form is not None and not any(holds_form(form, i.text) for i in items)
+        gap = form is not None and not self._answers_form(form, items, gate, run.query)
         if not (probe or gap) or run.store_down or self._no_documents():
             run.notes.append(f"memory useful ({useful}): corpus skipped")
             self.metrics.incr("searches_skipped.memory_useful")
@@ -1229,6 +1232,16 @@ class ChatRecall(_AsyncMixin):
                              f"too, {'strong passages and ' if probe else ''}passages that state it kept")
         else:
             run.notes.append(f"memory useful ({useful}): documents searched, strong passages kept")
+
+    @staticmethod
+    def _answers_form(form: str, items: Sequence[ScoredItem], gate: GateDecision, query: str) -> bool:
+        """Whether a memory holds the answer form the message asks for and is about the message: it shares one
+        of the message's content words (not the trigger words, not the words that only name the form). A
+        message with no such word ("what time is it there?") takes any memory that holds the form."""
+        triggers = {t for r in gate.reasons if r.category != "personal" for t in tokenize(r.match)}
+        content = set(tokenize(query)) - triggers - _FORM_TERMS
+        return any(holds_form(form, i.text) and (not content or not content.isdisjoint(tokenize(i.text)))
+                   for i in items)
 
     def _phase1_size(self, run: _Run) -> int:
         """Memories a small first lookup takes: ``phase1_top_k``, or ``k`` when the caller gave one."""
