@@ -95,7 +95,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "keyword": (0.05, 0.1, 0.15, 0.25, 0.35),
     "graph": (0.3, 0.49, 0.65, 0.8, 1.0),
     "session_share": (0.25, 0.5, 0.75),
-    "question_pass": (0.0, 0.25, 0.5),
+    "question_pass": (0.0, 0.05, 0.1, 0.25, 0.5),
     "normalise": (0.0, 1.0),
     "kscale": (0.0, 1.0),  # BM25 scaled by the best turn (0) or by a turn covering the whole query (1)
 }
@@ -396,7 +396,7 @@ def write_tuned(cfg: Mapping[str, float], auto: Mapping[QueryType, Strategy], bo
 HYBRID_WEIGHTS = {json.dumps(w)}
 #: Share of the graph component taken by session support (the rest: conversation neighbours); {where}.
 SESSION_SHARE = {cfg["session_share"]}
-#: Share of its own score a turn that asks something hands to the next turn when another speaker answers; {where}.
+#: Share of its own score a turn that asks something hands to the next turn when another person answers (a chatbot's own question hands nothing); {where}.
 QUESTION_PASS = {cfg["question_pass"]}
 #: Per-query stretch of dense relevance over the dense candidates (1) or raw cosine (0); {where}.
 NORMALISE_RELEVANCE = {int(cfg["normalise"])}

@@ -62,6 +62,20 @@ def test_answer_by_another_person_gets_only_the_tuned_share() -> None:
     assert _rank(idx, "Remember which database we picked for billing?", params)[0].startswith("Need to pick")
 
 
+def test_a_chatbots_question_keeps_its_score() -> None:
+    # question_pass was chosen on LoCoMo, two people asking each other. A chatbot's reply often ends with a question
+    # ("Want me to set a reminder?") that the user's next turn does not answer; passing its score on lowered the
+    # chatbot harnesses (stop 31), so a chatbot transcript ranks as with no pass, whatever question_pass is.
+    turns = [("s", "assistant", "Which database should billing use?"), ("s", "user", "Go with Postgres, I think."),
+             *FILLER]
+    people = [("s", "Caroline" if r == "assistant" else "Melanie", t) for _, r, t in turns]
+    query = "database for billing"
+    assert _rank(_index(people), query, RankParams(question_pass=0.5))[0].startswith("Go with")
+    assert _rank(_index(people), query, RankParams(question_pass=0.0))[0].startswith("Which database")
+    assert _rank(_index(turns), query, RankParams(question_pass=0.5)) == \
+        _rank(_index(turns), query, RankParams(question_pass=0.0))
+
+
 def test_a_question_nobody_answers_keeps_its_score() -> None:
     # consecutive turns of the same speaker (LongMemEval stores user turns only): no answer to pass to
     idx = _index([("s", "user", "Can you recommend a database for billing?"),

@@ -61,7 +61,9 @@ class RankParams:
             (the best other matching turn of the turn's session); the rest is
             support from conversation neighbours.
         question_pass: Share of its own score a turn that asks something
-            hands to the next turn when another speaker says it (the answer).
+            hands to the next turn when another person says it (the answer);
+            a chatbot's own question hands nothing (its replies often end
+            with a question the user's next turn does not answer).
         normalise_relevance: Stretch cosine relevance per query: the dense
             candidates' cut-off maps to 0, the best to its own cosine.
         time_share: Weight of the time / answer-type fit, as a share of
@@ -303,9 +305,11 @@ def rank_memories(
             # A chatbot's reply takes the larger share, unless the user's turn also states something about the
             # user ("Our internet is with Xfinity and it drops every evening. Any ideas?"): that turn is the fact.
             to_bot = bot[ans.clip(min=0)] & ok
+            # Between two people (LoCoMo) the answer takes question_pass; a chatbot's own question ("What's your
+            # budget?") keeps its score: the chatbot benchmarks lost with it passed on.
             passed = np.where(to_bot, np.where(idx.states_own(cand[q]), 0.0,
                                                max(params.question_pass, params.assistant_answer_pass)),
-                              params.question_pass)
+                              np.where(bot[q], 0.0, params.question_pass))
             gift = passed * base[q]
             own = base.copy()
             own[q] -= gift

@@ -19,8 +19,8 @@ from __future__ import annotations
 HYBRID_WEIGHTS = {"recency": 0.02, "relevance": 0.5, "keyword": 0.15, "entity": 0.02, "graph": 0.49}
 #: Share of the graph component taken by session support (the rest: conversation neighbours); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
 SESSION_SHARE = 0.5
-#: Share of its own score a turn that asks something hands to the next turn when another speaker answers; tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
-QUESTION_PASS = 0.0
+#: Share of its own score a turn that asks something hands to the next turn when another person answers (a chatbot's own question hands nothing); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
+QUESTION_PASS = 0.25
 #: Per-query stretch of dense relevance over the dense candidates (1) or raw cosine (0); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
 NORMALISE_RELEVANCE = 0
 #: BM25 scaled per query by the best turn ("max") or by a turn holding every query term once ("ideal"); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
