@@ -345,6 +345,33 @@ def test_condense_plus_context_answers_small_talk_with_the_llm(real: bool, reque
     assert "Roquefort-42" in llm.calls[-1] and "dated, UTC" in llm.calls[-1], llm.calls[-1]
 
 
+@pytest.mark.parametrize("real", [False, True])
+def test_the_retriever_leaves_out_what_the_history_shows(real: bool, request: pytest.FixtureRequest) -> None:
+    # helper-90 (stop 31): beside a history-only memory, the context node repeated same-session turns the history
+    # already sent (older than the engine's recent window of 6 turns, inside the memory's token window)
+    engine = request.getfixturevalue("real_cr" if real else "cr")
+    session = f"cpc-hist-{real}"
+    memory = ChatRecallMemory.from_defaults(engine=engine, user_id="bob", session_id=session, recall=False)
+    plain = ChatRecallRetriever(engine, "bob", session_id=session, as_context=True)
+    paired = ChatRecallRetriever(engine, "bob", session_id=session, as_context=True, history=memory)
+    chat = CondensePlusContextChatEngine.from_defaults(retriever=paired, memory=memory, llm=_CountingLLM(max_tokens=3),
+                                                       skip_condense=True)
+    chat.chat("My gym locker code is 4417, by the way.")
+    for i in range(5):
+        chat.chat(f"Small thing number {i}: the weather is grey again today.")
+    question = "what's my gym locker code?"
+    memory.get(input=question)  # what the engine sends as history for this turn
+    assert any("4417" in (m.content or "") for m in memory.get_all())
+    shown = plain.retrieve(question)[0].node.get_content()
+    assert "4417" in shown, plain.last_result.explain()  # type: ignore[union-attr]  # found, and shown again
+    assert "4417" not in paired.retrieve(question)[0].node.get_content()
+    assert any("4417" in it.text for it in paired.last_result.items)  # type: ignore[union-attr]  # found, not repeated
+    with pytest.raises(ConfigError, match="history= needs mode='retrieve'"):
+        ChatRecallRetriever(engine, "bob", mode="search", history=memory)
+    with pytest.raises(ConfigError, match="history=str is invalid"):
+        ChatRecallRetriever(engine, "bob", history="not a memory")  # type: ignore[arg-type]
+
+
 def test_retriever_as_context_node_and_last_result(cr: ChatRecall) -> None:
     r = ChatRecallRetriever(cr, "alice", as_context=True)
     assert r.last_result is None

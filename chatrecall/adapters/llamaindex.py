@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as _dt
 import threading
 from collections.abc import Mapping, Sequence
@@ -249,6 +250,10 @@ class ChatRecallRetriever(BaseRetriever):
             ``ContextChatEngine``): with no node at all, LlamaIndex answers
             "Empty Response" without calling the LLM, which is what the gate
             makes of every greeting otherwise.
+        history: ``retrieve`` mode: the history-only :class:`ChatRecallMemory`
+            the chat engine sends beside this retriever's context; memories
+            its latest ``get`` returned as history are left out (they would
+            reach the prompt twice).
         callback_manager: LlamaIndex callbacks.
 
     Nodes are ``TextNode`` with the record id and metadata ``source``,
@@ -274,6 +279,7 @@ class ChatRecallRetriever(BaseRetriever):
         include_pins: bool = True,
         budget_tokens: int | None = None,
         as_context: bool = False,
+        history: ChatRecallMemory | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         super().__init__(callback_manager=callback_manager)
@@ -286,6 +292,13 @@ class ChatRecallRetriever(BaseRetriever):
             raise ConfigError(f"as_context=True needs mode='retrieve' (got mode={mode!r}): 'search' ranks memories "
                               "only, with no gate and no context to format")
         self.as_context = as_context
+        if history is not None and self.mode != "retrieve":
+            raise ConfigError(f"history= needs mode='retrieve' (got mode={mode!r}): 'search' has no context to keep "
+                              "it out of")
+        if history is not None and not isinstance(history, ChatRecallMemory):
+            raise ConfigError(f"history={type(history).__name__} is invalid: pass the ChatRecallMemory whose history "
+                              "the engine sends (its shown messages are left out of the context), or None")
+        self.history = history
         self.strategy = strategy
         self.include_pins = include_pins
         self.budget_tokens = budget_tokens
@@ -313,6 +326,9 @@ class ChatRecallRetriever(BaseRetriever):
             budget_tokens=self.budget_tokens,
         )
         self._last = result
+        shown = self.history.shown_ids if self.history is not None else frozenset()
+        if shown:  # what the chat history already shows is not repeated
+            result = dataclasses.replace(result, items=tuple(it for it in result.items if it.id not in shown))
         if self.as_context:
             return [result_to_context_node(result, include_pins=self.include_pins)]
         return result_to_nodes(result, include_pins=self.include_pins)
@@ -437,10 +453,12 @@ class ChatRecallMemory(BaseMemory):
 
     Example with an engine that has its own retriever::
 
+        history = ChatRecallMemory.from_defaults(engine=cr, user_id="u1", session_id="s1", recall=False)
         chat = CondensePlusContextChatEngine.from_defaults(
-            retriever=ChatRecallRetriever(cr, user_id="u1", session_id="s1"),
-            memory=ChatRecallMemory.from_defaults(engine=cr, user_id="u1", session_id="s1", recall=False),
-            llm=llm)
+            retriever=ChatRecallRetriever(cr, user_id="u1", session_id="s1", as_context=True, history=history),
+            memory=history, llm=llm)
+
+    ``shown_ids`` are the stored messages the latest ``get`` returned as history (that retriever leaves them out).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -460,6 +478,7 @@ class ChatRecallMemory(BaseMemory):
     _last: RetrievalResult | None = PrivateAttr(default=None)
     _cache_key: tuple[str, int] | None = PrivateAttr(default=None)
     _injected: tuple[ScoredItem, ...] = PrivateAttr(default=())
+    _shown: frozenset[str] = PrivateAttr(default=frozenset())
 
     def __init__(self, **data: Any) -> None:
         # Ids are checked before pydantic, so the caller gets our InvalidInputError, not a ValidationError.
@@ -503,6 +522,12 @@ class ChatRecallMemory(BaseMemory):
     def last_result(self) -> RetrievalResult | None:
         """The engine's result for the latest user turn (its ``explain()`` lists every item it found)."""
         return self._last
+
+    @property
+    def shown_ids(self) -> frozenset[str]:
+        """Record ids of the stored messages the latest :meth:`get` returned as history: a retriever given this
+        memory (``ChatRecallRetriever(history=...)``) leaves them out, so nothing reaches the prompt twice."""
+        return self._shown
 
     @property
     def last_injected(self) -> tuple[ScoredItem, ...]:
@@ -589,9 +614,10 @@ class ChatRecallMemory(BaseMemory):
         with self._lock:
             start = self._window(kwargs.get("initial_token_count", 0))
             history = self._messages[start:]
+            visible = {i for i in self._ids[start:] if i is not None}
+            self._shown = frozenset(visible)
             if not self.recall:
                 return list(history)
-            visible = {i for i in self._ids[start:] if i is not None}
             query = _message_text(input) if input is not None else _last_user_text(self._messages)
             n_user = sum(1 for m in self._messages if _role(m) == MessageRole.USER.value)
             key = (query, n_user)
