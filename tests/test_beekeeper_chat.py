@@ -202,6 +202,9 @@ FOLLOW_UPS = {
     "what jars do I need?": "1 lb (454 g) clear glass jars",
     "how long do they go in the oven?": "for 25 minutes",
     "how long do they stay in?": "left in for 6 to 10 weeks",
+    # stop 31 (C10): right after the meeting question got the schedule; routed to the documents, whose search with
+    # the bare message found nothing
+    "and where is it held?": "Little Haddon Village Hall",
 }
 #: personal questions answered from an earlier session's memory: question -> what the memory must hold
 REMEMBERED = {

@@ -1015,7 +1015,8 @@ class ChatRecall(_AsyncMixin):
             if plan.probe:
                 self._probe_phase(run, gate)
             if plan.route.wants_corpus or run.phase1 or run.corpus_probe:
-                self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items))
+                self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items)
+                                   or self._continues(gate))
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
@@ -1332,6 +1333,12 @@ class ChatRecall(_AsyncMixin):
         rule = f"passage_floor {cfg.passage_floor}, passage_share {cfg.passage_share} x the best {best:.2f}"
         run.rejected.extend(dataclasses.replace(i, why=f"passage score {i.score:.2f} < {cut:.2f} ({rule})")
                             for i in items if i.score < cut)
+
+    @staticmethod
+    def _continues(gate: GateDecision) -> bool:
+        """The message continues the conversation ("and where is it held?"): the gate fired a continuity pattern,
+        so the session's recent user turns say what it is about (its corpus query is informed by them)."""
+        return any(r.category == "continuity" for r in gate.reasons)
 
     def _corpus_query(self, run: _Run) -> tuple[np.ndarray, str]:
         """The corpus query vector of a turn that searches both: the message's, with what the conversation
