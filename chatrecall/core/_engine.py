@@ -906,9 +906,7 @@ class ChatRecall(_AsyncMixin):
             hit = anchors & set(it.record.entities if it.record else ())
             if hit:
                 return f"anchor {sorted(hit)[0]!r} found in memory"
-        # Content terms only: the trigger words ("remember", "earlier") are in no memory.
-        triggers = {t for r in gate.reasons if r.category != "personal" for t in tokenize(r.match)}
-        qterms = set(tokenize(query)) - triggers
+        qterms = self._content_terms(gate, query)
         if len(qterms) >= 2:
             for it in items:
                 covered = len(qterms & set(tokenize(it.text))) / len(qterms)
@@ -1187,6 +1185,13 @@ class ChatRecall(_AsyncMixin):
             self._corpus_count = self.store.count(COLLECTION_CORPUS)
         return self._corpus_count
 
+    @staticmethod
+    def _content_terms(gate: GateDecision, query: str) -> set[str]:
+        """The message's BM25 terms minus the gate's trigger words ("remember", "earlier": in no memory); the
+        personal patterns' words ("my cat") stay."""
+        triggers = {t for r in gate.reasons if r.category != "personal" for t in tokenize(r.match)}
+        return set(tokenize(query)) - triggers
+
     def _no_documents(self) -> bool:
         """True when the corpus is known to be empty (False when the store cannot say)."""
         try:
@@ -1239,8 +1244,7 @@ class ChatRecall(_AsyncMixin):
         """Whether a memory holds the answer form the message asks for and is about the message: it shares one
         of the message's content words (not the trigger words, not the words that only name the form). A
         message with no such word ("what time is it there?") takes any memory that holds the form."""
-        triggers = {t for r in gate.reasons if r.category != "personal" for t in tokenize(r.match)}
-        content = set(tokenize(query)) - triggers - _FORM_TERMS
+        content = ChatRecall._content_terms(gate, query) - _FORM_TERMS
         return any(holds_form(form, i.text) and (not content or not content.isdisjoint(tokenize(i.text)))
                    for i in items)
 
