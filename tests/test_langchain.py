@@ -338,6 +338,30 @@ def test_middleware_pin_tool_pin_present_next_call_and_next_turn_then_gone(cr: C
     assert "Pinned." in stored and "" not in stored  # tool-call-only AI messages are not stored
 
 
+def test_pin_tools_act_for_the_runs_user(cr: ChatRecall) -> None:
+    # helper-91 (stop 31): the README's agent served every user through the run's context, but its pin tools were
+    # built for "u1", so Bob's pin was stored as u1's. Unbound tools follow the run's user, like the middleware.
+    llm = model(pin_call("Always answer in metric units"), "Pinned.", pin_call("Reply in French", "c3"), "Oui.")
+    agent = create_agent(llm, tools=make_pin_tools(cr), middleware=[ChatRecallMiddleware(cr)])
+    out = agent.invoke(user("Please always use metric units"), context={"user_id": "bob", "session_id": "b1"})
+    assert "Pinned: 'Always answer in metric units'" in out["messages"][2].text
+    assert [p.text for p in cr.pins("bob")] == ["Always answer in metric units"] and cr.pins("u1") == []
+    agent.invoke(user("Reply in French from now on"), config={"configurable": {"user_id": "carol", "thread_id": "c"}})
+    assert [p.text for p in cr.pins("carol")] == ["Reply in French"]
+    assert [p.text for p in cr.pins("bob")] == ["Always answer in metric units"]
+
+
+def test_pin_tools_made_for_one_user_refuse_a_run_for_another(cr: ChatRecall) -> None:
+    llm = model(pin_call("Always answer in metric units"), "Sorry.")
+    agent = create_agent(llm, tools=make_pin_tools(cr, "u1"), middleware=[ChatRecallMiddleware(cr)])
+    out = agent.invoke(user("Please always use metric units"), context={"user_id": "bob", "session_id": "b1"})
+    tool_msg = out["messages"][2]
+    assert tool_msg.type == "tool" and tool_msg.text.startswith("Error") and "user_id='bob'" in tool_msg.text
+    assert cr.pins("u1") == [] and cr.pins("bob") == []
+    unbound = make_pin_tools(cr)[2]
+    assert unbound.invoke({}).startswith("Error") and "no user_id" in unbound.invoke({})
+
+
 def test_middleware_ids_from_runtime_context_and_configurable(cr: ChatRecall) -> None:
     llm = model("a", "b")
     agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr)])

@@ -47,6 +47,7 @@ from langchain.agents.middleware.types import (  # noqa: E402
     ModelRequest,
     OmitFromInput,
 )
+from langchain.tools import ToolRuntime  # noqa: E402
 from langchain_classic.base_memory import BaseMemory  # noqa: E402
 from langchain_core.callbacks import (  # noqa: E402
     AsyncCallbackManagerForRetrieverRun,
@@ -566,20 +567,15 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
 
     # ------------------------------------------------------------------ ids
     def _ids(self, runtime: Any) -> tuple[str, str | None]:
-        user_id, session_id = self.user_id, self.session_id
         try:
             from langgraph.config import get_config
 
             conf = get_config().get("configurable") or {}
         except (ImportError, RuntimeError):
             conf = {}
-        user_id = conf.get("user_id") or user_id
-        session_id = conf.get("session_id") or conf.get("thread_id") or session_id
-        ctx = getattr(runtime, "context", None)
-        if ctx is not None:
-            get = ctx.get if isinstance(ctx, Mapping) else lambda name: getattr(ctx, name, None)
-            user_id = get("user_id") or user_id
-            session_id = get("session_id") or session_id
+        run_user, run_session = _run_ids(getattr(runtime, "context", None), conf)
+        user_id = run_user or self.user_id
+        session_id = run_session or self.session_id
         if user_id is None:
             raise InvalidInputError(
                 "ChatRecallMiddleware has no user_id: pass ChatRecallMiddleware(cr, user_id=...) or "
@@ -801,35 +797,48 @@ class PinCallbackHandler(BaseCallbackHandler):
                 self.handle(found[1])
 
 
-def make_pin_tools(engine: ChatRecall, user_id: str, session_id: str | None = None) -> list[BaseTool]:
+def make_pin_tools(engine: ChatRecall, user_id: str | None = None, session_id: str | None = None) -> list[BaseTool]:
     """Tools an agent calls to manage the user's pinned constraints.
 
     Returns ``[pin_constraint, unpin_constraint, list_pins]``. Failures (pin
     limit, unknown pin) come back to the model as an ``Error: ...`` tool
     message instead of ending the run.
 
+    Without ``user_id`` the tools act for the run's user, read as
+    :class:`ChatRecallMiddleware` reads it: the runtime context
+    (``agent.invoke(..., context={"user_id": ...})``), then
+    ``config["configurable"]``; one agent then serves every user. Tools built
+    for one user refuse a run whose context names another (an error to the
+    model; nothing is stored), so a shared agent never writes one user's pin
+    under another's id. ``session_id`` works the same way (``thread_id``
+    too); None pins for the user, in every session.
+
     Example:
-        >>> agent = create_agent(model, tools=make_pin_tools(cr, "u1"), middleware=[...])  # doctest: +SKIP
+        >>> agent = create_agent(model, tools=make_pin_tools(cr), middleware=[ChatRecallMiddleware(cr)])  # doctest: +SKIP
+        >>> agent.invoke({"messages": [...]}, context={"user_id": "u1"})  # doctest: +SKIP
+
+    Raises:
+        InvalidInputError: ``user_id`` or ``session_id`` is given and invalid.
     """
     engine = check_engine(engine, "make_pin_tools")
-    user_id = check_id("user_id", user_id, engine.limits)
-    if session_id is not None:
-        check_id("session_id", session_id, engine.limits)
+    bound_user = None if user_id is None else check_id("user_id", user_id, engine.limits)
+    bound_session = None if session_id is None else check_id("session_id", session_id, engine.limits)
 
-    def run(command: PinCommand) -> str:
+    def run(command: PinCommand, runtime: Any) -> str:
         try:
-            return apply_pin_command(engine, command, user_id=user_id, session_id=session_id).message
+            user, session = _pin_tool_ids(engine, runtime, bound_user, bound_session)
+            return apply_pin_command(engine, command, user_id=user, session_id=session).message
         except ChatRecallError as exc:
             raise ToolException(str(exc)) from exc
 
-    def pin_constraint(text: str) -> str:
-        return run(PinCommand("pin", text))
+    def pin_constraint(text: str, runtime: ToolRuntime[Any, Any] = None) -> str:  # type: ignore[assignment]
+        return run(PinCommand("pin", text), runtime)
 
-    def unpin_constraint(pin: str) -> str:
-        return run(PinCommand("unpin", pin))
+    def unpin_constraint(pin: str, runtime: ToolRuntime[Any, Any] = None) -> str:  # type: ignore[assignment]
+        return run(PinCommand("unpin", pin), runtime)
 
-    def list_pins() -> str:
-        return run(PinCommand("list"))
+    def list_pins(runtime: ToolRuntime[Any, Any] = None) -> str:  # type: ignore[assignment]
+        return run(PinCommand("list"), runtime)
 
     specs: list[tuple[Callable[..., str], str, str]] = [
         (
@@ -849,6 +858,39 @@ def make_pin_tools(engine: ChatRecall, user_id: str, session_id: str | None = No
         StructuredTool.from_function(func=f, name=name, description=desc, handle_tool_error=_tool_error)
         for f, name, desc in specs
     ]
+
+
+def _run_ids(context: Any, configurable: Mapping[str, Any] | None) -> tuple[Any, Any]:
+    """The (user, session) a run names: its runtime context (a mapping or an object with those attributes) over
+    ``config["configurable"]`` (``user_id``; ``session_id`` or ``thread_id``); None where it names none."""
+    conf = configurable or {}
+    user = conf.get("user_id")
+    session = conf.get("session_id") or conf.get("thread_id")
+    if context is not None:
+        get = context.get if isinstance(context, Mapping) else lambda name: getattr(context, name, None)
+        user = get("user_id") or user
+        session = get("session_id") or session
+    return user, session
+
+
+def _pin_tool_ids(engine: ChatRecall, runtime: Any, bound_user: str | None,
+                  bound_session: str | None) -> tuple[str, str | None]:
+    """Whose pins a pin tool call manages: the bound user, or the run's; a run for another user is refused."""
+    config = getattr(runtime, "config", None) or {}
+    run_user, run_session = _run_ids(getattr(runtime, "context", None), config.get("configurable"))
+    if bound_user is not None:
+        if run_user is not None and str(run_user) != bound_user:
+            raise InvalidInputError(
+                f"these pin tools were made for user_id={bound_user!r} and this run is for user_id={run_user!r}: "
+                "nothing was stored; build them with make_pin_tools(cr) to act for each run's user")
+        return bound_user, bound_session
+    if run_user is None:
+        raise InvalidInputError("the pin tools have no user_id: pass agent.invoke(..., context={'user_id': ...}) "
+                                "or build them with make_pin_tools(cr, user_id)")
+    limits = engine.limits
+    session = bound_session if bound_session is not None else run_session
+    return check_id("user_id", str(run_user), limits), None if session is None else check_id(
+        "session_id", str(session), limits)
 
 
 def _tool_error(exc: ToolException) -> str:
