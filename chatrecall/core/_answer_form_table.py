@@ -30,7 +30,7 @@ _TIME_ASKED = (
 _WHEN_ASKED = (
     r"\bwhen(?:'s|\s+(?:does|do|is|are|will|should|must))\b[^?.!]*?"
     r"\b(?:opens?|closes?|starts?|begins?|finish(?:es)?|ends?|leaves?|departs?|arrives?|lands?|boards?"
-    r"|(?:sets?|kicks?)\s+off)\b"
+    r"|(?:sets?|kicks?)\s+off|due)\b"
     # a deadline or cut-off: "what's the bag drop deadline?", "when's the deadline for…", "by when do I…"
     r"|\b(?:what|when)(?:'s|s|\s+is)\s+(?:the\s+|my\s+|our\s+|their\s+)?(?:[\w-]+\s+){0,4}?"
     r"(?:deadline|cut[- ]?off)(?!\s+(?:score|mark|grade|point|age|weight|level))\b"
@@ -104,5 +104,5 @@ FORM_QUESTION_WORDS = (
     "time", "times", "hour", "hours", "clock", "deadline", "cut", "cutoff", "off", "day", "days", "date", "when",
     "much", "price", "cost", "costs", "fee", "fare", "charge", "open", "opens", "opening", "close", "closes",
     "closing", "start", "starts", "begin", "begins", "finish", "finishes", "end", "ends", "leave", "leaves", "next",
-    "early", "late", "exactly", "usually",
+    "early", "late", "exactly", "usually", "due",
 )
