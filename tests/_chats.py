@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -42,12 +42,6 @@ def passages_hold(res: RetrievalResult, needed: str) -> bool:
     return any(needed in i.text for i in res.items if i.source == "corpus")
 
 
-def with_known_misses(questions: Iterable[str], misses: Collection[str]) -> list[Any]:
-    """Parametrize values: the known misses as strict xfails (a fix makes them fail, to be moved out of the set)."""
-    return [pytest.param(q, marks=pytest.mark.xfail(strict=True, reason="known miss")) if q in misses else q
-            for q in sorted(questions)]
-
-
 def replay_with_documents(directory: str, embedder: Any, user: str, t0: float, documents: Sequence[dict[str, str]],
                           sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]]) -> dict[str, RetrievalResult]:
     """A fresh engine on embedded Chroma in ``directory`` with the user's private ``documents``, the chat replayed
@@ -61,3 +55,16 @@ def replay_with_documents(directory: str, embedder: Any, user: str, t0: float, d
         return replay_chat(cr, clock, user, t0, sessions)
     finally:
         cr.close()
+
+
+def replay_fixture(name: str, user: str, t0: float, documents: Sequence[dict[str, str]],
+                   sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]]) -> Callable[..., Any]:
+    """A module-scoped ``chat`` fixture: the chat replayed once on embedded Chroma and the real model
+    (:func:`replay_with_documents`, the documents private to ``user``), as {message: its RetrievalResult}."""
+
+    @pytest.fixture(scope="module")
+    def chat(tmp_path_factory: pytest.TempPathFactory, st_embedder: Any) -> dict[str, RetrievalResult]:
+        return replay_with_documents(str(tmp_path_factory.mktemp(name) / "db"), st_embedder, user, t0, documents,
+                                     sessions)
+
+    return chat

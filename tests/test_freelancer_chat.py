@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _chats import passages_hold, replay_with_documents, with_known_misses
+from _chats import passages_hold, replay_fixture
 
 USER = "priya"
 T0 = 1772442000.0  # 2026-03-02 09:00 UTC
@@ -184,20 +184,11 @@ STATEMENTS_AFTER_DOCUMENTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def chat(tmp_path_factory: pytest.TempPathFactory, st_embedder: Any) -> dict[str, Any]:
-    """Every turn of the chat, retrieved then stored: {message: its RetrievalResult} (her documents private to her)."""
-    return replay_with_documents(str(tmp_path_factory.mktemp("freelancer") / "db"), st_embedder, USER, T0, DOCS, SESSIONS)
-
-
-#: "and what's the check-in time there?" was a strict xfail until stop 31: the memory turn's pass over the documents
-#: searched with the message alone. A message that continues the conversation ("there") now queries them with the
-#: recent window's user turns too ("which hotel did I book?"), as a turn that searches both does (criterion C10).
-KNOWN_MISSES: set[str] = set()
+chat = replay_fixture("freelancer", USER, T0, DOCS, SESSIONS)
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("question", with_known_misses(ANSWERED_BY, KNOWN_MISSES))
+@pytest.mark.parametrize("question", sorted(ANSWERED_BY))
 def test_document_answers_reach_the_prompt(chat: dict[str, Any], question: str) -> None:
     res = chat[question]
     assert passages_hold(res, ANSWERED_BY[question]), res.explain()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _chats import passages_hold, replay_with_documents, with_known_misses
+from _chats import passages_hold, replay_fixture
 
 USER = "tom"
 T0 = 1772478000.0  # 2026-03-02 19:00 UTC
@@ -207,20 +207,11 @@ ANSWERED_BY = {
 }
 
 
-@pytest.fixture(scope="module")
-def chat(tmp_path_factory: pytest.TempPathFactory, st_embedder: Any) -> dict[str, Any]:
-    """Every turn of the chat, retrieved then stored: {message: its RetrievalResult} (his documents private to him)."""
-    return replay_with_documents(str(tmp_path_factory.mktemp("teacher") / "db"), st_embedder, USER, T0, DOCS, SESSIONS)
-
-
-#: "What time does my wave start?" was a strict xfail until stop 31: the coach's departure time (a memory reached
-#: through the user's earlier "What time does it leave?") passed the usefulness check and held a time, so the documents
-#: were skipped. A time now counts only in a memory about the question (one of its words besides the form's own).
-KNOWN_MISSES: set[str] = set()
+chat = replay_fixture("teacher", USER, T0, DOCS, SESSIONS)
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("question", with_known_misses(ANSWERED_BY, KNOWN_MISSES))
+@pytest.mark.parametrize("question", sorted(ANSWERED_BY))
 def test_document_answers_reach_the_prompt(chat: dict[str, Any], question: str) -> None:
     res = chat[question]
     assert passages_hold(res, ANSWERED_BY[question]), res.explain()

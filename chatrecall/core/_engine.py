@@ -106,6 +106,9 @@ class _Plan:
     fallback: bool
     correction: bool = False  # a correction's memory is kept even when it looks weak
     probe: bool = False  # a corpus-only turn: the memory fallback's lookup runs first
+    #: A continuity pattern fired ("and where is it held?"): the session's recent user turns say what the message
+    #: is about, so they inform its corpus query (:meth:`ChatRecall._corpus_query`) on any route.
+    follows_up: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1014,7 +1017,7 @@ class ChatRecall(_AsyncMixin):
                 self._probe_phase(run, gate)
             if plan.route.wants_corpus or run.phase1 or run.corpus_probe:
                 self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items)
-                                   or self._continues(gate))
+                                   or plan.follows_up)
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
@@ -1132,11 +1135,11 @@ class ChatRecall(_AsyncMixin):
         """The rules listed in :meth:`_plan_route`, given what the session's previous turns left: a correction
         pending (``pending``) and whether the last turn brought documents (``corpus_before``)."""
         st = run.st
-        if forced is not None:
-            run.notes.append(f"route {forced.value} forced by the caller (the gate said {gate.route.value})")
-            return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False)
         fired = {r.category for r in gate.reasons if r.weight > 0}
         continues, follows_up = bool(fired & _CONTINUING), "continuity" in fired
+        if forced is not None:
+            run.notes.append(f"route {forced.value} forced by the caller (the gate said {gate.route.value})")
+            return _Plan(route=forced, two_phase=forced is Route.MEMORY, fallback=False, follows_up=follows_up)
         corrected = gate.correction or (pending and continues)
         if corrected:
             if not route.wants_memory:
@@ -1177,7 +1180,7 @@ class ChatRecall(_AsyncMixin):
         # evidence in the prompt +5 of 160, documents unchanged, general questions given a memory 6.8 -> 7.3 %).
         probe = route is Route.CORPUS and st is not None and self.retrieval_config.memory_probe
         return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected,
-                     probe=probe)
+                     probe=probe, follows_up=follows_up)
 
     def _corpus_size(self) -> int:
         """Documents in the corpus: one count, cached until documents change. Raises StoreError."""
@@ -1294,8 +1297,8 @@ class ChatRecall(_AsyncMixin):
     def _corpus_phase(self, run: _Run, *, informed: bool = False) -> None:
         """Search the corpus (shared documents and the user's own); never raises.
 
-        ``informed``: the turn searches both, so the conversation informs the corpus query
-        (:meth:`_corpus_query`).
+        ``informed``: the turn searches both (or continues the conversation: ``_Plan.follows_up``), so the
+        conversation informs the corpus query (:meth:`_corpus_query`).
         """
         if run.store_down:
             run.notes.append("degraded: corpus search skipped (store unavailable)")
@@ -1338,15 +1341,9 @@ class ChatRecall(_AsyncMixin):
         run.rejected.extend(dataclasses.replace(i, why=f"passage score {i.score:.2f} < {cut:.2f} ({rule})")
                             for i in items if i.score < cut)
 
-    @staticmethod
-    def _continues(gate: GateDecision) -> bool:
-        """The message continues the conversation ("and where is it held?"): the gate fired a continuity pattern,
-        so the session's recent user turns say what it is about (its corpus query is informed by them)."""
-        return any(r.category == "continuity" for r in gate.reasons)
-
     def _corpus_query(self, run: _Run) -> tuple[np.ndarray, str]:
-        """The corpus query vector of a turn that searches both: the message's, with what the conversation
-        says about its subject appended.
+        """The corpus query vector of a turn that searches both, or continues the conversation ("and where is
+        it held?"): the message's, with what the conversation says about its subject appended.
 
         "what should my class watch out for in the practical?" never says which practical; the
         conversation does ("the titration practical with my year 11s on Friday"), either earlier in this
