@@ -85,8 +85,7 @@ BEFORE_AUTO = {QueryType.RECENT: Strategy.RECENCY, QueryType.SPECIFIC: Strategy.
                QueryType.HYBRID: Strategy.HYBRID}
 BEFORE = RankParams(session_share=0.5, question_pass=0.0, assistant_answer_pass=0.0, keyword_scale="max",
                     normalise_relevance=False, time_share=0.15,
-                    hop_decay=0.5, specific_boost=0.15, auto=BEFORE_AUTO, extended_cues=False,
-                    update_pass=0.0)
+                    hop_decay=0.5, specific_boost=0.15, auto=BEFORE_AUTO, extended_cues=False)
 HYBRID_AUTO = dict.fromkeys(QueryType, Strategy.HYBRID)
 #: The constants shipped when this run starts (``_tuned``): the baseline a new choice must beat.
 CURRENT = (dict(_tuned.HYBRID_WEIGHTS), DEFAULT_PARAMS)
@@ -99,11 +98,9 @@ GRID: dict[str, tuple[float, ...]] = {
     "question_pass": (0.0, 0.05, 0.1, 0.25, 0.5),
     "normalise": (0.0, 1.0),
     "kscale": (0.0, 1.0),  # BM25 scaled by the best turn (0) or by a turn covering the whole query (1)
-    "update_pass": (0.0, 0.25, 0.5, 1.0),  # share of an earlier turn's score its later restatement gains
-    "update_cos": (0.5, 0.6, 0.7),  # turn-to-turn cosine for "the same thing" (or a rare shared entity)
 }
 START = {"keyword": 0.15, "graph": 0.49, "session_share": 0.5, "question_pass": 0.0, "normalise": 0.0,
-         "kscale": 0.0, "update_pass": 0.0, "update_cos": 0.6}
+         "kscale": 0.0}
 #: Auto-path options per query type: the type leaves hybrid only if that wins on the tune part.
 AUTO_OPTIONS = {QueryType.RECENT: Strategy.RECENCY, QueryType.EXPLORATORY: Strategy.GRAPH}
 BOOSTS = (0.0, 0.15)
@@ -231,15 +228,14 @@ class Evaluator:
 def _pkey(p: RankParams) -> tuple[Any, ...]:
     return (p.session_share, p.question_pass, p.normalise_relevance, p.keyword_scale, p.time_share, p.hop_decay, p.specific_boost,
             tuple(sorted((t.value, s.value) for t, s in p.auto.items())), p.extended_cues,
-            p.assistant_answer_pass, p.error_share, p.update_pass, p.update_cos)
+            p.assistant_answer_pass, p.error_share)
 
 
 def build(cfg: Mapping[str, float]) -> tuple[dict[str, float], RankParams]:
     w = {"recency": 0.02, "relevance": 0.5, "keyword": cfg["keyword"], "entity": 0.02, "graph": cfg["graph"]}
     p = RankParams(session_share=cfg["session_share"], question_pass=cfg["question_pass"],
                    normalise_relevance=bool(cfg["normalise"]), auto=HYBRID_AUTO,
-                   keyword_scale="ideal" if cfg.get("kscale", 0.0) else "max",
-                   update_pass=cfg.get("update_pass", 0.0), update_cos=cfg.get("update_cos", 0.6))
+                   keyword_scale="ideal" if cfg.get("kscale", 0.0) else "max")
     return w, p
 
 
@@ -406,10 +402,6 @@ QUESTION_PASS = {cfg["question_pass"]}
 NORMALISE_RELEVANCE = {int(cfg["normalise"])}
 #: BM25 scaled per query by the best turn ("max") or by a turn holding every query term once ("ideal"); {where}.
 KEYWORD_SCALE = "{"ideal" if cfg.get("kscale", 0.0) else "max"}"
-#: Share of an earlier turn's score a later turn of the same speaker about the same thing gains; {where}.
-UPDATE_PASS = {cfg.get("update_pass", 0.0)}
-#: Turn-to-turn cosine at which two turns are about the same thing (a rare entity both name also counts); {where}.
-UPDATE_COS = {cfg.get("update_cos", 0.6)}
 #: Time / answer-type fit weight, as a share of relevance + keyword, when a query has such a cue (by hand, pre-CV).
 TIME_SHARE = 0.15
 #: Decay of a neighbour's support per hop beyond the first (by hand, pre-CV code; not tuned).

@@ -1,9 +1,14 @@
 """A user changes a fact they told the chatbot earlier, in their own words and without saying "update": the later
-turn must come before the stale one (stop 32, criterion C12; written before the update pass, on HEAD cbc0c04 the
-stale turn ranked first). Real model, embedded Chroma, replayed as a chatbot runs chatrecall (retrieve, then store
-the message and the reply).
+turn should come before the stale one. Real model, embedded Chroma, replayed as a chatbot runs chatrecall (retrieve,
+then store the message and the reply). The stale turn may still come back (it is history: "I used to go to
+PureGym"), but below the update.
 
-The stale turn may still come back (it is history: "I used to go to PureGym"), but below the update.
+Written in stop 32 before an "update pass" (criterion C12: a later turn of the same speaker about the same thing,
+by turn cosine or a rare shared entity, gains a share of the earlier turn's score). With the pass these three held,
+but the cross-validated search kept it off on every fold, and in-sample it cost LoCoMo R@10 0.786 -> 0.715 at a
+share of 0.25 and 0.526 at 1.0 (LongMemEval turn recall 0.896 -> 0.833 / 0.521): between people, later turns about
+the same thing are mostly not updates, and the questions often ask for the earlier one. Not shipped; the two cases
+it would fix stay here as strict xfails.
 """
 
 from __future__ import annotations
@@ -64,7 +69,12 @@ def _position(res: RetrievalResult, needed: str) -> int | None:
     return None
 
 
-@pytest.mark.parametrize("question", list(QUESTIONS))
+_STALE_FIRST = pytest.mark.xfail(strict=True, reason="known miss (stop 32): the stale turn ranks first; the update "
+                                 "pass that fixed it cost LoCoMo / LongMemEval recall and was not shipped")
+
+
+@pytest.mark.parametrize("question", [q if q.startswith("which gym") else pytest.param(q, marks=_STALE_FIRST)
+                                      for q in QUESTIONS])
 def test_the_later_fact_comes_before_the_stale_one(chat: dict[str, Any], question: str) -> None:
     res = chat[question]
     new, old = QUESTIONS[question]

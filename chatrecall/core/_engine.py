@@ -750,8 +750,6 @@ class ChatRecall(_AsyncMixin):
                 rec = idx.records[p]
                 comps = {c: col[rank] for c, col in columns.items()}
                 why = self._why(rec, comps, r.dense_rank.get(p), r.keys, hops[rank], r.related)
-                if p in r.takes_over:  # the update pass: it gained the score of an earlier turn it restates
-                    why += f"; later than {idx.records[r.takes_over[p]].text[:40]!r}"
                 if has_cue:
                     # the recency slot held the time fit (a named period, a date or time for "when"): shown as such
                     comps = {("time" if c == "recency" else c): v for c, v in comps.items()}

@@ -12,7 +12,7 @@ import math
 import re
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from importlib import resources
 
 import numpy as np
@@ -785,36 +785,6 @@ class UserIndex:
             return np.zeros(p.size, dtype=bool)
         return self._rcode[p] == code
 
-    def later_restatements(self, positions: np.ndarray, cos_min: float) -> tuple[np.ndarray, np.ndarray]:
-        """Pairs of the given positions where the same speaker came back to the same thing later: (earlier,
-        later) as indexes into ``positions``. Same thing: turn-to-turn cosine at least ``cos_min``, or an entity
-        both turns name that few turns name (idf at least half the largest possible, as :meth:`entity_scores`
-        weighs it: at most about sqrt(n) of n turns; a multi-word name also by its first word).
-
-        Args:
-            positions: Candidate positions (a few dozen: the pairs are all compared).
-            cos_min: Least cosine between the two turns' vectors.
-        """
-        p = np.asarray(positions, dtype=np.int64)
-        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        if p.size < 2:
-            return none
-        emb = self.embeddings[p]
-        same = (emb @ emb.T) >= cos_min
-        n = len(self.records)
-        rare_max = n / math.expm1(0.5 * math.log1p(n)) if n > 1 else 0.0  # log(1 + n/c) >= log(1 + n) / 2
-        ent = self._ent
-        keys = [_rare_names(self.records[int(q)].entities, ent, rare_max) for q in p.tolist()]
-        for a in range(p.size):
-            if keys[a]:
-                for b in range(a + 1, p.size):
-                    if not keys[a].isdisjoint(keys[b]):
-                        same[a, b] = same[b, a] = True
-        ts = self._ts[p]
-        speaker = self._rcode[p]
-        i, j = np.nonzero(same & (ts[:, None] < ts[None, :]) & (speaker[:, None] == speaker[None, :]))
-        return i.astype(np.int64), j.astype(np.int64)
-
     def entity_scores(self, keys: Sequence[str], *, related_k: int = 5) -> tuple[np.ndarray, list[str]]:
         """Entity component per position, and the related entities used.
 
@@ -870,18 +840,6 @@ class UserIndex:
         ts = self.timestamps if positions is None else self.timestamps[positions]
         age = np.maximum(now - ts, 0.0)
         return np.exp(-math.log(2.0) * age / half_life_s).astype(np.float32)
-
-
-def _rare_names(keys: Iterable[str], ent: Mapping[str, Sequence[int]], rare_max: float) -> set[str]:
-    """The entity keys of a turn that few turns name (at most ``rare_max``), each multi-word name also by its first
-    word ("grace okafor" is "grace" in "Grace left the company"); keys with a digit (dates, times) have no alias."""
-    out: set[str] = set()
-    for k in keys:
-        if len(ent.get(k, ())) <= rare_max:
-            out.add(k)
-            if " " in k and not any(c.isdigit() for c in k):
-                out.add(k.split(" ", 1)[0])
-    return out
 
 
 def _slots(sorted_positions: np.ndarray, targets: np.ndarray) -> np.ndarray:

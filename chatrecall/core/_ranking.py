@@ -81,12 +81,6 @@ class RankParams:
             ``"ideal"`` by the score of a turn holding every query term once.
         extended_cues: Read the newer query cues ("how many days between",
             "last Saturday", errors); False reproduces the older reading.
-        update_pass: Share of an earlier turn's score that a later turn of the
-            same speaker about the same thing gains (an update: "Cancelled
-            PureGym, I've joined the climbing wall" after "I pay for
-            PureGym"); 0 turns it off.
-        update_cos: Least turn-to-turn cosine for "about the same thing"
-            (a rare entity both name also counts).
     """
 
     session_share: float = _tuned.SESSION_SHARE
@@ -100,8 +94,6 @@ class RankParams:
     keyword_scale: str = _tuned.KEYWORD_SCALE
     auto: Mapping[QueryType, Strategy] = dataclasses.field(default_factory=lambda: STRATEGY_FOR)
     extended_cues: bool = True
-    update_pass: float = _tuned.UPDATE_PASS
-    update_cos: float = _tuned.UPDATE_COS
 
 
 DEFAULT_PARAMS = RankParams()
@@ -123,9 +115,6 @@ class Ranking:
         keys: The query's entity keys.
         related: Entities co-occurring with the query's, used by the entity component.
         time_cue: The query's time / answer-type cue.
-        takes_over: Position of a ranked turn -> position of the earlier turn of
-            the same speaker about the same thing whose score it gained
-            (``RankParams.update_pass``).
     """
 
     strategy: Strategy
@@ -138,7 +127,6 @@ class Ranking:
     keys: Sequence[str]
     related: Sequence[str]
     time_cue: TimeCue
-    takes_over: Mapping[int, int] = dataclasses.field(default_factory=dict)
 
 
 def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfig,
@@ -159,30 +147,6 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
     prev = _slots(cand, idx.previous_positions(cand))
     answers = reply & (prev >= 0) & ~bot[prev.clip(min=0)]
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
-
-
-def _update_pass(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, k: int,
-                 params: RankParams) -> tuple[np.ndarray, dict[int, int]]:
-    """A later turn of the same speaker about the same thing (an update, "we now fly out on the 10th" after "we're
-    flying on the 3rd") gains ``update_pass`` of the earlier turn's score: the stale fact ranked first while its
-    update, in other words, fell below it. Among the best ``2 (k + 5)`` non-assistant candidates (at least 20);
-    each later turn gains from its best-scoring earlier one. Returns the scores and {later position: earlier}."""
-    users = np.flatnonzero(~bot & (final > 0))
-    if users.size < 2:
-        return final, {}
-    top = users[topk(final[users], max(20, 2 * (k + 5)))]
-    earlier, later = idx.later_restatements(cand[top], params.update_cos)
-    if earlier.size == 0:
-        return final, {}
-    src = final[top]
-    best = np.full(top.size, -1, dtype=np.int64)  # per later turn: its best-scoring earlier one (index into top)
-    for e, t in zip(earlier.tolist(), later.tolist(), strict=True):
-        if best[t] < 0 or src[e] > src[best[t]]:
-            best[t] = e
-    gains = np.flatnonzero(best >= 0)
-    out = final.copy()
-    out[top[gains]] += np.float32(params.update_pass) * src[best[gains]]
-    return out, {int(cand[top[g]]): int(cand[top[best[g]]]) for g in gains.tolist()}
 
 
 def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
@@ -381,9 +345,6 @@ def rank_memories(
                                      comp["graph"])
             hops = np.where(reply, np.where(answers & (near * nb_reply / b_total >= 0.25 * step), 1, 0), hops)
     final = own + graph_w * comp["graph"]
-    takes_over: dict[int, int] = {}
-    if params.update_pass > 0:
-        final, takes_over = _update_pass(idx, cand, final, bot, k, params)
     # Not returned (they lent their support above): a reply that says it does not know, and the user's
     # question asked again (near-identical to the query: the user knows what they asked).
     mute = noans | (idx.asks(cand) & (cos >= _tuned.REPEATED_QUESTION_COS))
@@ -397,6 +358,5 @@ def rank_memories(
     if strat is not Strategy.RECENCY:
         order = order[final[order] > 0]
     used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
-    shown = set(cand[order].tolist())
     return Ranking(strat, qtype, cand[order], final[order].astype(np.float32), used, hops[order], dense_rank,
-                   keys, related, cue, {p: o for p, o in takes_over.items() if p in shown})
+                   keys, related, cue)

@@ -25,10 +25,6 @@ QUESTION_PASS = 0.25
 NORMALISE_RELEVANCE = 0
 #: BM25 scaled per query by the best turn ("max") or by a turn holding every query term once ("ideal"); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
 KEYWORD_SCALE = "max"
-#: Share of an earlier turn's score a later turn of the same speaker about the same thing gains, and the
-#: turn-to-turn cosine for "the same thing" (or a rare shared entity); tune_ranking.py (not yet run: 0 = off).
-UPDATE_PASS = 0.0
-UPDATE_COS = 0.6
 #: Time / answer-type fit weight, as a share of relevance + keyword, when a query has such a cue (by hand, pre-CV).
 TIME_SHARE = 0.15
 #: Decay of a neighbour's support per hop beyond the first (by hand, pre-CV code; not tuned).
