@@ -51,3 +51,27 @@ def test_other_process_writes_and_deletes_become_visible_without_vector_queries(
     assert queries["n"] == 0  # memory searches never ran a store vector query
     a.close()
     b.close()
+
+
+def test_the_recent_window_holds_another_process_turn_on_every_route(chroma_server: str) -> None:
+    """helper-92 (stop 32): one process stores the chat, another retrieves; the reader's recent window lagged a
+    turn behind, even 2 s after the write, because it was read before the freshness probe (which only a memory
+    search ran). A correction then searched with the wrong question, and a route-none turn never probed at all."""
+    ns = "recent" + uuid.uuid4().hex[:8]
+    writer, _ = _engine(chroma_server, ns)
+    reader, _ = _engine(chroma_server, ns)
+    try:
+        writer.add("hey, rough week at the clinic", user_id="u", session_id="s", role="user")
+        reader.retrieve("haha", user_id="u", session_id="s")  # the reader knows the user from here on
+        writer.add("which carb did I order for the Triumph?", user_id="u", session_id="s", role="user")
+        time.sleep(1.05)
+        res = reader.retrieve("thanks!", user_id="u", session_id="s")  # route none: no memory search
+        assert [i.text for i in res.recent][-1] == "which carb did I order for the Triumph?"
+        writer.add("what's the spark plug gap on my bike?", user_id="u", session_id="s", role="user")
+        time.sleep(1.05)
+        res = reader.retrieve("no, I meant the Triumph, not the Honda", user_id="u", session_id="s")
+        assert [i.text for i in res.recent][-1] == "what's the spark plug gap on my bike?"
+        assert any("what's the spark plug gap" in n for n in res.notes if "corrects" in n), res.notes
+    finally:
+        writer.close()
+        reader.close()

@@ -782,7 +782,7 @@ class ChatRecall(_AsyncMixin):
             return
         now = time.monotonic()
         probes, ewma = self._fresh_n, self._fresh_ms
-        if getattr(self.store, "shared", False) and callable(getattr(self.store, "ids", None)):
+        if self._shared_ids():
             self._probe_shared(st, user_id, now)
             return
         t0 = time.perf_counter()
@@ -801,6 +801,10 @@ class ChatRecall(_AsyncMixin):
         unknown = [h.record.id for h in hits if h.record.id not in st.index]
         if unknown:
             self._pull(st, unknown)
+
+    def _shared_ids(self) -> bool:
+        """The store is a server other processes write to, and can list a user's ids (the cheap probe)."""
+        return bool(getattr(self.store, "shared", False)) and callable(getattr(self.store, "ids", None))
 
     def _fresh_without_store(self, st: _UserState, user_id: str) -> bool:
         """True when :meth:`_refresh` has nothing to ask the store: the cached index is as fresh as it gets.
@@ -1074,6 +1078,11 @@ class ChatRecall(_AsyncMixin):
             run.store_down = isinstance(exc, StoreUnavailableError)
         st = run.st
         if st is not None:
+            if self._shared_ids():
+                # Another process may have stored the session's latest turn: the recent window (and a
+                # correction's question, a follow-up's topic) must see it on every route, not only after a
+                # memory search's probe (helper-92: a reader process's window lagged one turn behind).
+                self._probe_shared(st, run.user_id, time.monotonic())
             try:
                 with st.lock:
                     run.pins = [p for p in self._load_pins(run.user_id, st) if p.session_id in (None, run.session_id)]
