@@ -22,7 +22,16 @@ from rich.text import Text
 
 from ._version import __version__
 from .adapters._guard import MissingExtraError
-from .core import ChatRecall, ChatRecallError, NotFoundError, RetrievalResult, Strategy, Turn
+from .core import (
+    ChatRecall,
+    ChatRecallError,
+    NotFoundError,
+    RetrievalResult,
+    StoreError,
+    StoreUnavailableError,
+    Strategy,
+    Turn,
+)
 from .core._config import StoreLimits
 from .core._validate import check_turn
 
@@ -172,7 +181,15 @@ def _engine(args: argparse.Namespace) -> ChatRecall:
     extra: dict[str, Any] = {} if at is None else {"clock": lambda: at}
     with console.status("opening the store…"):
         # one message at most per run: compiling every regex of the gate up front would cost more than it saves
-        return connect(path=args.path, url=args.url, namespace=args.namespace, warm=False, **extra)
+        try:
+            return connect(path=args.path, url=args.url, namespace=args.namespace, warm=False, **extra)
+        except StoreUnavailableError:  # connect()'s fix names a Python argument (lazy=True): name the CLI's
+            raise StoreUnavailableError(_no_server(args.url)) from None
+
+
+def _no_server(url: str | None) -> str:
+    return (f"no Chroma server answers at --url {url!r}. Start one (chroma run --path DIR --port 8000) and pass its "
+            "URL, or leave --url out to use the embedded store (--path)")
 
 
 def _model_status(cr: ChatRecall) -> contextlib.AbstractContextManager[Any]:
@@ -588,7 +605,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from .adapters.sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder()
-    cr = ChatRecall(store=ChromaStore(path=args.path, url=args.url, namespace=args.namespace), embedder=embedder)
+    store = ChromaStore(path=args.path, url=args.url, namespace=args.namespace)
+    if args.url is not None:
+        # A server that does not answer now would serve every recall from an empty index while looking healthy
+        # (helper-92): refuse to start, as connect() and `ask` do.
+        try:
+            store.ping()
+        except StoreError:
+            store.close()
+            raise StoreUnavailableError(_no_server(args.url)) from None
+    cr = ChatRecall(store=store, embedder=embedder)
     cr.warm(background=True)  # a long-lived server: the model and the gate are ready before the first call
     try:
         serve(cr, user_id=args.user, auth_file=args.auth_file, http_port=args.http, host=args.host,

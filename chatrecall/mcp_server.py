@@ -120,6 +120,7 @@ def _summary(res: RetrievalResult) -> dict[str, Any]:
         "pins": [{"id": p.id, "text": p.text} for p in res.pins],
         "tokens_used": res.tokens_used,
         "notes": list(res.notes),
+        "degraded": res.degraded,  # the store did not answer: what came back is the cached index's, or nothing
         "context": res.context,
         "at": res.at,
     }

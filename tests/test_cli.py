@@ -363,3 +363,13 @@ def test_ask_at_a_moment_reads_time_from_it(tmp_path: Path, cli_hash: Run, monke
     monkeypatch.setattr(cli_mod, "_engine", spy)
     code, _, _ = cli_hash("--path", home, "ask", "thanks!", "--user", "u1", "--at", "2026-03-07T08:30:00+00:00")
     assert code == 0 and seen == [1772872200.0]
+
+
+def test_a_dead_server_url_names_the_cli_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    """helper-92 (stop 32): the error for a wrong --url told a CLI user to "pass lazy=True", a Python argument."""
+    from conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    assert cli_mod.main(["--url", url, "ask", "hello", "--user", "u"]) == 2
+    err = capsys.readouterr().err
+    assert url in err and "--url" in err and "lazy=True" not in err and "Traceback" not in err

@@ -113,7 +113,7 @@ async def _conversation(client: Client) -> None:
                        role="assistant")
     assert said["role"] == "assistant"
     res = await _call(client, "recall", message=QUESTION, k=2)
-    assert res["route"] == "memory" and res["reasons"]
+    assert res["route"] == "memory" and res["reasons"] and res["degraded"] is False
     assert res["items"][0]["text"] == "The billing service runs on Postgres 16."
     assert isinstance(res["items"][0]["score"], float) and res["items"][0]["components"]
     assert "Postgres 16" in res["context"]
@@ -290,3 +290,14 @@ def test_cli_without_an_extra_prints_one_error_line(tmp_path: Path, monkeypatch:
     err = capsys.readouterr().err
     assert code == 2
     assert "error:" in err and "chatrecall[embeddings]" in err and "Traceback" not in err
+
+
+def test_a_server_url_that_does_not_answer_stops_the_mcp_server_at_start(tmp_path: Path) -> None:
+    """helper-92 (stop 32): `chatrecall --url <wrong> mcp` started, initialised and answered every recall with
+    route=memory and no items, looking healthy; `ask` and connect() refuse a wrong URL at start."""
+    url = f"http://127.0.0.1:{free_port()}"
+    run = subprocess.run([sys.executable, "-m", "chatrecall", "--url", url, "mcp", "--user", "x", "--embedder", "hash"],
+                         env=ENV, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 2, run
+    assert url in run.stderr and "chroma run" in run.stderr and "Traceback" not in run.stderr
+    assert run.stdout == ""  # stdout is the MCP channel
