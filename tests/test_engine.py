@@ -113,6 +113,20 @@ def test_bad_input_names_the_value_and_stores_nothing(cr: ChatRecall, kwargs: di
     assert cr.count("u") == 1
 
 
+def test_documents_take_content_like_turns_and_refuse_unknown_keys(cr: ChatRecall) -> None:
+    # helper-92 (stop 32): add_documents([{"content": ...}]) failed with "documents[0].text must be a str, got
+    # NoneType" while add_many takes "content"; a misspelt key ("titel") was silently dropped
+    cr.add_documents([{"content": "Opening hours: 9 to 5, closed on Sundays.", "title": "Hours"}], user_id="u")
+    found = cr.retrieve("what are the opening hours?", user_id="u", route="corpus").items
+    assert [i.text for i in found if i.source == "corpus"] == ["Opening hours: 9 to 5, closed on Sundays."]
+    with pytest.raises(InvalidInputError, match=r"documents\[1\] has unknown field\(s\) 'titel'.*metadata"):
+        cr.add_documents([{"text": "fine"}, {"text": "Hours", "titel": "x"}], user_id="u")
+    with pytest.raises(InvalidInputError, match="both 'text' and 'content'"):
+        cr.add_documents([{"text": "a", "content": "b"}], user_id="u")
+    found = cr.retrieve("what are the opening hours?", user_id="u", route="corpus").items
+    assert len([i for i in found if i.source == "corpus"]) == 1  # the refused batches stored nothing
+
+
 def test_timestamps_may_be_iso_8601_strings_as_in_turns_files(cr: ChatRecall) -> None:
     # a new-user chat fed add_many the dicts of its JSONL export: "timestamp": "2026-11-16T08:58:00Z" was refused
     cr.add_many([{"text": "morning", "user_id": "u", "session_id": "s", "timestamp": "2026-11-16T08:58:00Z"},

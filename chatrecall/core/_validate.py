@@ -195,3 +195,27 @@ def check_turn(value: Any, limits: StoreLimits) -> Turn:
     ts = check_timestamp(value.timestamp)
     md = check_metadata(value.metadata, limits)
     return dataclasses.replace(value, timestamp=ts, metadata=md)
+
+
+_DOCUMENT_FIELDS = ("text", "id", "title", "metadata")
+
+
+def check_document_fields(doc: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A document mapping's fields, ``content`` read as ``text`` (as :func:`check_turn` does); unknown fields
+    refused, so a misspelt key is not silently dropped. The values are checked by the caller.
+
+    Example:
+        >>> check_document_fields({"content": "Opening hours: 9-5"}, "documents[0]")["text"]
+        'Opening hours: 9-5'
+    """
+    fields = dict(doc)
+    if "content" in fields:
+        if "text" in fields:
+            raise InvalidInputError(f"{where} has both 'text' and 'content': give one ('content' is an alias of 'text')")
+        fields["text"] = fields.pop("content")
+    unknown = [k for k in fields if k not in _DOCUMENT_FIELDS]
+    if unknown:
+        raise InvalidInputError(f"{where} has unknown field(s) {', '.join(_short(k) for k in unknown)}; known: "
+                                f"{', '.join(_DOCUMENT_FIELDS)} (and 'content' for 'text'); put anything else in "
+                                "'metadata'")
+    return fields
