@@ -57,7 +57,15 @@ from ._types import (
     Strategy,
     Turn,
 )
-from ._validate import check_id, check_k, check_metadata, check_strategy, check_text, check_turn
+from ._validate import (
+    check_document_fields,
+    check_id,
+    check_k,
+    check_metadata,
+    check_strategy,
+    check_text,
+    check_turn,
+)
 
 __all__ = ["ChatRecall"]
 
@@ -438,8 +446,8 @@ class ChatRecall(_AsyncMixin):
         """Chunk and store corpus documents; returns the chunk ids.
 
         Args:
-            documents: Strings, or mappings with ``text`` and optional ``id``,
-                ``title`` and ``metadata``.
+            documents: Strings, or mappings with ``text`` (or ``content``) and
+                optional ``id``, ``title`` and ``metadata``; another key is refused.
             user_id: Owner; ``None`` makes the documents readable by every user.
         """
         owner = SHARED_OWNER if user_id is None else check_id("user_id", user_id, self.limits)
@@ -455,6 +463,7 @@ class ChatRecall(_AsyncMixin):
         explicit: list[str] = []  # caller-given document ids: a re-add replaces the old version
         for n, doc in enumerate(documents):
             if isinstance(doc, Mapping):
+                doc = check_document_fields(doc, f"documents[{n}]")
                 text = check_text(f"documents[{n}].text", doc.get("text"), self.limits)
                 md = dict(check_metadata(doc.get("metadata"), self.limits))
                 raw_id = doc.get("id")
