@@ -619,6 +619,88 @@ def test_required_words_hold_in_every_match() -> None:
     assert checked > 100  # the messages do exercise the patterns
 
 
+@pytest.mark.parametrize(
+    ("regex", "sets"),
+    [
+        (r"\bthe\s+\w+\s*\?\s*$", [{"?"}]),
+        (r"(?:(?<=[.!?;:]\s)|(?<=[.!?;:]\s\s))what\b", [{".", "!", "?", ";", ":"}]),  # what a lookbehind reads
+        (r"\bno\s*,\s*(?:i|we)\s+meant\b", [{","}]),
+        (r"(?:a,|b:)x", [{",", ":"}]),  # a branch: one set of each alternative, united
+        (r"(?=[^?]*\?)how\b", [{"?"}]),
+    ],
+)
+def test_required_chars_derives_sets(regex: str, sets: list[set[str]]) -> None:
+    from chatrecall.core._regex_index import required_chars
+
+    got = [set(s) for s in required_chars(regex)]
+    assert got == sets, (regex, got)
+
+
+@pytest.mark.parametrize("regex", [r"x\??", r"(?:a|\?)", r"[^?]x", r"(?!\?)x", r"(?<!,)x", r"(?:x,)*y", r"x[\w?]",
+                                   r"x\s", r"(x)(?(1)\?|y)", r"\W"])
+def test_required_chars_gives_nothing_it_cannot_prove(regex: str) -> None:
+    from chatrecall.core._regex_index import required_chars
+
+    assert required_chars(regex) == ()
+
+
+def test_required_chars_hold_in_every_match() -> None:
+    # Soundness on the whole default table, as for the words: whenever a pattern matches a message, the
+    # message holds a char of each punctuation set the pattern requires.
+    import random
+
+    from chatrecall.core._regex_index import required_chars
+
+    rnd = random.Random(13)
+    marks = ["?", ",", "'", ":", ".", "!", ";", "", "", ""]
+    messages = [" ".join(rnd.choice(_REQUIRED_VOCAB) + rnd.choice(marks) for _ in range(rnd.randint(1, 16)))
+                for _ in range(600)]
+    messages += ["what's the wifi password?", "no, I meant the earlier thing", "ok. what is it", "hmm: why so",
+                 "the dentist?", "Error: module not found", "given the rain, should I go?", "it's my sister's"]
+    lows = [m.replace("\u2019", "'").lower() for m in messages]
+    checked = 0
+    for p in DEFAULT_PATTERNS:
+        sets = required_chars(p.regex, re.IGNORECASE)
+        if not sets:
+            continue
+        rx = re.compile(p.regex, re.IGNORECASE)
+        for low in lows:
+            if rx.search(low) is not None:
+                checked += 1
+                assert all(not s.isdisjoint(low) for s in sets), (p.name, low)
+    assert checked > 100  # the messages do exercise the patterns
+
+
+@pytest.mark.parametrize(
+    ("regex", "flags", "safe"),
+    [
+        (r"\bfoo\s+(?:bar|[a-z]+)\W*$", 0, True),
+        (r"\bKeep\b", re.IGNORECASE, True),
+        (r"\bkeep\b", re.IGNORECASE, True),
+        ("\u212aeep", re.IGNORECASE, False),  # the Kelvin sign folds to "k" in Unicode only
+        (r"\u212aeep", re.IGNORECASE, False),  # written as an escape
+        (r"[^\u00e9]x", 0, False),
+        (r"caf[\u00e0-\u00ff]", 0, False),
+        (r"(?u)\bx", 0, False),  # does not compile with re.ASCII
+    ],
+)
+def test_ascii_safe(regex: str, flags: int, safe: bool) -> None:
+    from chatrecall.core._regex_index import ascii_safe
+
+    assert ascii_safe(regex, flags) is safe
+
+
+@pytest.mark.parametrize("message", [
+    "what is my dog's name?", "what\x1cis my dog's name?", "no,\x1fI meant the\x1dother one",
+    "how old is my\x0bdog\x0cagain", "what did we decide about the caf\u00e9", "\u017fo what did I \u212aeep",
+    "remind me\x1e what my sister said", "is it\x1fsafe for my kids?\x1c",
+])
+def test_ascii_regexes_match_as_the_unicode_ones(message: str) -> None:
+    # An ASCII message runs the patterns compiled with re.ASCII; \x1c-\x1f (spaces to Unicode's \s only) and
+    # non-ASCII letters keep the patterns as written. Either way the gate finds what searching finds.
+    assert Counter(r.pattern for r in _GATE.decide(message).reasons) == _brute_force(GateConfig(), message)
+
+
 @given(st.lists(st.sampled_from(_REQUIRED_VOCAB), min_size=1, max_size=16))
 @settings(max_examples=300, deadline=None)
 def test_gate_with_required_words_matches_brute_force(words: list[str]) -> None:
@@ -692,8 +774,11 @@ def test_decide_is_thread_safe() -> None:
 
 
 def test_warm_compiles_every_regex_once_and_changes_no_decision() -> None:
+    # the last message holds a non-ASCII letter, so every pattern is tried: "what" and "the" run their full
+    # merged regexes (the others try their few patterns one by one and compile nothing)
     messages = ["Remember that cheese project?", "thanks!", "what grade is Ava in", "tipping etiquette in japan",
-                "no, I meant the earlier thing", "gate code for mom's building", "How do I roll back a deploy?"]
+                "no, I meant the earlier thing", "gate code for mom's building", "How do I roll back a deploy?",
+                "what did we decide about the caf\u00e9"]
     cold = Gate()
     before = [cold.decide(m) for m in messages]  # compiles the regexes these words need, lazily
     fresh = Gate()

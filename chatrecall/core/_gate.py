@@ -19,15 +19,20 @@ Speed (pure Python; p50 about 19.5 µs per message with the learned combiner on 
 25 µs without the required-word masks below, interleaved): the message is lowercased and split into words once. Each pattern is indexed by
 the words a match can begin with, derived from the parsed regex. Patterns anchored with ``^`` are tried on
 their own, and only when the first word fits. The patterns that can start at a later word and are indexed
-by that word are merged into one regex of lookaheads, so a word costs one ``match`` call at its position
-whatever the number of such patterns; a long one (a word list inside) is tried on its own instead, since
-every merge would parse it again. Patterns whose first word cannot be derived are searched on every message
+by that word are tried at its position: one by one when few of them can match the message (most words),
+else merged into one regex of lookaheads, so the word costs one ``match`` call whatever the number of
+such patterns (``_MERGE_FROM``); a long one (a word list inside) is always tried on its own, since every
+merge would parse it again. Patterns whose first word cannot be derived are searched on every message
 (correct, just slower). On top of that index, each pattern's required words (sets of words every match
-holds, also derived from the parsed regex: ``_regex_index.required_words``) become bits; the word pass ORs
-the bits of the message's words into a mask, and the patterns are tried after the pass, leaving out those
-whose required words the message lacks: an anchored pattern is skipped, and a word's merged regex is
-rebuilt without them (one compiled regex per subset, on first use). Skipping never changes what matches;
-the spans are found in the same order as when each word was tried during the pass.
+holds, also derived from the parsed regex: ``_regex_index.required_words``) and required punctuation
+(``_regex_index.required_chars``: a "?", a ",") become bits; the word pass ORs the bits of the message's
+words into a mask, the message's punctuation adds its bits, and the patterns are tried after the pass,
+leaving out those whose required words or chars the message lacks: an anchored pattern is skipped, and a
+word's patterns are tried without them (a merged regex is rebuilt without them: one compiled regex per
+subset, on first use). Skipping never changes what matches; the spans are found in the same order as when
+each word was tried during the pass. An ASCII message (most) runs the patterns compiled with ``re.ASCII``,
+which match there exactly as the Unicode ones (``_regex_index.ascii_safe``) and faster. These last three
+(one by one, punctuation, ``re.ASCII``) took the p50 to about 0.9 of what it was, in alternating processes.
 """
 
 
@@ -38,7 +43,9 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from math import exp
 from types import MappingProxyType
+from typing import Any
 
 from ._errors import ConfigError, InvalidInputError
 from ._gate_model import LinearRouter, RouterTables, load_default_router
@@ -53,7 +60,9 @@ from ._gate_patterns import (
 from ._regex_index import MODE_AT as _MODE_AT
 from ._regex_index import MODE_SEARCH as _MODE_SEARCH
 from ._regex_index import analyse as _analyse
+from ._regex_index import ascii_safe as _ascii_safe
 from ._regex_index import needs_ignorecase as _needs_ignorecase
+from ._regex_index import required_chars as _required_chars
 from ._regex_index import required_words as _required_words
 from ._tuned import (
     GATE_BOTH_MARGIN,
@@ -176,7 +185,10 @@ class GateConfig:
 # --- the gate --------------------------------------------------------------
 
 _TOKEN = re.compile(r"\w+")
+#: The same words in an ASCII string (\w is [a-zA-Z0-9_] there either way), found faster.
+_ASCII_TOKEN = re.compile(r"\w+", re.ASCII)
 _NON_ASCII_WORD_CHAR = re.compile(r"[^\W\x00-\x7f]")
+_UNICODE_ONLY_SPACE = re.compile(r"[\x1c-\x1f]")
 _QUESTION_OPENERS = frozenset(QUESTION_OPENERS)
 _T_MEMORY, _T_CORPUS, _T_NONE = 0, 1, 2
 _TARGET_CODE = {TARGET_MEMORY: _T_MEMORY, TARGET_CORPUS: _T_CORPUS, TARGET_NONE: _T_NONE}
@@ -212,6 +224,8 @@ _ALONE_AT_CHARS = 2000
 _DECISION_FIELDS = ("route", "confidence", "memory_score", "corpus_score", "reasons", "correction",
                     "memory_probability", "corpus_probability", "rule")
 _SET = tuple(GateDecision.__dict__[f].__set__ for f in _DECISION_FIELDS)
+(_set_route, _set_confidence, _set_memory_score, _set_corpus_score, _set_reasons, _set_correction,
+ _set_memory_probability, _set_corpus_probability, _set_rule) = _SET
 _new = object.__new__
 
 
@@ -255,10 +269,11 @@ class _LazyRegex:
     messages and needs a few of them.
     """
 
-    __slots__ = ("_source", "match")
+    __slots__ = ("_source", "_flags", "match")
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, flags: int = 0) -> None:
         self._source = source
+        self._flags = flags
         self.match: Callable[..., re.Match[str] | None] = self._compile_then_match
 
     def _compile_then_match(self, string: str, pos: int = 0) -> re.Match[str] | None:
@@ -269,7 +284,7 @@ class _LazyRegex:
         """Compile now if not yet done; 1 if this call compiled, else 0."""
         if self.match != self._compile_then_match:
             return 0
-        self.match = re.compile(self._source).match  # two threads may both compile: same result, harmless
+        self.match = re.compile(self._source, self._flags).match  # two threads may both compile: same result, harmless
         return 1
 
 
@@ -279,59 +294,73 @@ _MAX_MASKS = 1024
 #: Pattern subsets given a regex of their own per merged group (one compile each, about 2 ms); past it a
 #: message gets the full regex (slower, same matches).
 _MAX_SUBSETS = 64
+#: A group's patterns that a message can match are merged into one regex when they are at least this many,
+#: else tried one by one (each pattern's own ``match``, skipped once it has fired): after the required-word
+#: masks most words try one to three patterns, and one by one is faster there (the wrapping lookaheads and
+#: conditionals cost more than the calls they save; per call, merged against one by one, on the labelled
+#: messages: 0.86 / 0.73 us for one pattern, 1.79 / 1.56 for two, 3.50 / 3.06 for five, 6.24 / 6.35 for six).
+_MERGE_FROM = 6
+
+_Match = Callable[..., "re.Match[str] | None"]
+#: What a word runs for a message's mask: a merged regex and its (group, id) pairs, or None and the (id,
+#: match) pairs of the patterns tried one by one (``(None, ())`` when none can match).
+_Variant = tuple[_LazyRegex | None, tuple[tuple[int, Any], ...]]
 
 
 class _Group:
     """The patterns merged at a word, and their merged regexes by which of them a message can match.
 
     A pattern whose required words (``_regex_index.required_words``) the message lacks cannot match, so
-    it is left out of the regex run at the word: ``variants`` maps a message's mask, restricted to the
-    group's ``bits``, to the (regex, (group, id) pairs) of the patterns that can match (``(None, ())``
-    when none can). The full set is built up front (what :meth:`Gate.warm` compiles); a subset is built
-    the first time a message needs it. On the 12,400 labelled messages the 145 groups need about 600
-    subsets: about 0.8 s of compiling spread over the first messages a process routes (a warmed gate's
-    first pass over them takes 1.0 s, the next ones 0.27 s). ``_MAX_MASKS`` and ``_MAX_SUBSETS`` bound
-    the memory and the compiling per group.
+    it is left out of what runs at the word: ``variants`` maps a message's mask, restricted to the
+    group's ``bits``, to the :data:`_Variant` of the patterns that can match: (regex, (group, id) pairs)
+    when they are ``_MERGE_FROM`` or more, else (None, (id, match) pairs) tried one by one (``(None, ())``
+    when none can). The full set is built up front (what :meth:`Gate.warm` compiles, if merged); a subset
+    is built the first time a message needs it (compiled only if merged). ``_MAX_MASKS`` and
+    ``_MAX_SUBSETS`` bound the memory and the compiling per group.
     """
 
-    __slots__ = ("bits", "variants", "_ids", "_needs", "_merged", "_subsets")
+    __slots__ = ("bits", "variants", "_ids", "_needs", "_merged", "_subsets", "_ascii_bit")
 
     def __init__(self, ids: tuple[int, ...], needs: tuple[int, ...],
-                 merged: Callable[[tuple[int, ...]], tuple[_LazyRegex | None, tuple[tuple[int, int], ...]]]) -> None:
+                 merged: Callable[[tuple[int, ...], bool], _Variant], ascii_bit: int) -> None:
         self._ids = ids
         self._needs = needs
         self._merged = merged
-        bits = 0
+        self._ascii_bit = ascii_bit
+        bits = ascii_bit  # the key also says which regexes to run (see Gate._ascii_bit)
         for n in needs:
             bits |= n
         self.bits = bits
-        self.variants = {bits: merged(ids)}  # a full mask: every pattern can match
-        self._subsets = {ids: self.variants[bits]}
+        self.variants = {bits: merged(ids, True)}  # a full mask: every pattern can match
+        self._subsets = {(ids, True): self.variants[bits], (ids, False): merged(ids, False)}
 
-    def variant(self, key: int) -> tuple[_LazyRegex | None, tuple[tuple[int, int], ...]]:
+    def variant(self, key: int) -> _Variant:
         """The (regex, pairs) for the patterns whose required bits are all in ``key``; built on first use."""
         ids = tuple(i for i, n in zip(self._ids, self._needs) if key & n == n)
-        v = self._subsets.get(ids)
+        ascii = key & self._ascii_bit != 0
+        v = self._subsets.get((ids, ascii))
         if v is None:
             if len(self._subsets) >= _MAX_SUBSETS:
-                v = self._subsets[self._ids]  # the full regex
+                v = self._subsets[(self._ids, ascii)]  # the full regex
             else:
-                v = self._subsets[ids] = self._merged(ids)
+                v = self._subsets[(ids, ascii)] = self._merged(ids, ascii)
         if len(self.variants) >= _MAX_MASKS:
             self.variants.clear()
         self.variants[key] = v
         return v
 
 
-_Match = Callable[..., "re.Match[str] | None"]
 #: What the word pass keeps for a word (see ``Gate.__init__``'s table).
-_WordWork = tuple[int, dict[int, tuple[_LazyRegex | None, tuple[tuple[int, int], ...]]] | None, _Group | None,
-                  tuple[tuple[tuple[int, int, _Match], ...], frozenset[int]] | None]
+_WordWork = tuple[int, dict[int, _Variant] | None, _Group | None,
+                  tuple[tuple[tuple[int, int, _Match, _Match], ...], frozenset[int]] | None]
 
 
 #: A word's entry on the hot path (see ``Gate.__init__``) and the pairs it starts.
-_Entry = tuple[complex, "_Pairs | None", "_WordWork | None", int]
-_Pairs = dict[str, tuple[complex, "_Entry | None"]]
+_Entry = tuple[complex, "_Pairs", "_WordWork | None", int, complex]
+_Pairs = dict[str, _Entry]
+#: The pairs of a word that starts none (shared, never filled) and the entry of a word the gate does not know.
+_NO_PAIRS: _Pairs = {}
+_UNKNOWN: _Entry = (0j, _NO_PAIRS, None, 0, 0j)
 
 
 class _Anchored:
@@ -342,19 +371,21 @@ class _Anchored:
     gate loops over the patterns it tries only.
     """
 
-    __slots__ = ("bits", "runs", "_pats")
+    __slots__ = ("bits", "runs", "_pats", "_ascii_bit")
 
-    def __init__(self, pats: tuple[tuple[int, int, _Match], ...]) -> None:
-        self._pats = pats
-        bits = 0
-        for _, n, _ in pats:
+    def __init__(self, pats: tuple[tuple[int, int, _Match, _Match], ...], ascii_bit: int) -> None:
+        self._pats = pats  # (id, required bits, ASCII match, match)
+        self._ascii_bit = ascii_bit
+        bits = ascii_bit  # the key also says which regexes to run (see Gate._ascii_bit)
+        for _, n, _, _ in pats:
             bits |= n
         self.bits = bits
         self.runs: dict[int, tuple[tuple[int, _Match], ...]] = {}
 
     def run(self, key: int) -> tuple[tuple[int, _Match], ...]:
         """The (id, match) of the patterns whose required bits are all in ``key``."""
-        r = tuple((i, match) for i, n, match in self._pats if key & n == n)
+        ascii = key & self._ascii_bit != 0
+        r = tuple((i, a if ascii else u) for i, n, a, u in self._pats if key & n == n)
         if len(self.runs) >= _MAX_MASKS:
             self.runs.clear()
         self.runs[key] = r
@@ -381,7 +412,8 @@ class Gate:
     __slots__ = ("_always", "_config", "_fallback", "_first", "_lazy", "_pats", "_reasons", "_words", "_mt", "_ct",
                  "_slope", "_bm", "_unless", "_unless_ids", "_router", "_tables", "_pm_logit", "_pc_logit", "_lookup",
                  "_question_floor",
-                 "_start", "_by_index", "_qmark", "_lin")
+                 "_start", "_by_index", "_qmark", "_lin", "_char_bits", "_ascii_bit", "_unless_ascii",
+                 "_fallback_ascii")
 
     def __init__(self, config: GateConfig | None = None) -> None:
         if config is None:
@@ -395,10 +427,13 @@ class Gate:
         at: dict[str, list[int]] = {}
         first: dict[str, list[int]] = {}
         required: dict[int, list[frozenset[str]]] = {}  # indexed pattern -> word sets every match holds
+        required_chars: dict[int, tuple[frozenset[str], ...]] = {}  # and punctuation sets
+        ascii_rx: list[re.Pattern[str]] = []  # each pattern compiled with re.ASCII, or itself if not safe
         at_alone: dict[str, list[int]] = {}
         search: dict[str, list[int]] = {"": []}
         fallback: list[int] = []
         unless: dict[int, re.Pattern[str]] = {}
+        unless_ascii: dict[int, re.Pattern[str]] = {}  # as ascii_rx below
         extra_from = len(config.patterns)
         extras: list[tuple[int, int, float]] = []  # (index, target, weight) of the user's extra patterns
         for n_pat, pat in enumerate(config.patterns + config.extra_patterns):
@@ -410,10 +445,13 @@ class Gate:
                 extras.append((i, _TARGET_CODE[pat.target], w))
             flags = re.IGNORECASE if _needs_ignorecase(pat.regex) else 0
             rx = re.compile(pat.regex, flags)
+            ascii_rx.append(re.compile(pat.regex, flags | re.ASCII) if _ascii_safe(pat.regex, flags) else rx)
             pats.append((rx, pat.category, pat.regex, w, _TARGET_CODE[pat.target], pat.category == CORRECTION,
                          pat.name))
             if pat.unless_before:
                 unless[i] = re.compile(pat.unless_before, re.IGNORECASE)
+                unless_ascii[i] = re.compile(pat.unless_before, re.IGNORECASE | re.ASCII) \
+                    if _ascii_safe(pat.unless_before, re.IGNORECASE) else unless[i]
             # Merging (patterns that start at a later word) wraps the regex in a group: own groups
             # (backrefs) or global inline flags would break, so such patterns run alone.
             mergeable = rx.groups == 0 and (re.compile(pat.regex).flags & ~re.UNICODE) == 0
@@ -438,6 +476,7 @@ class Gate:
                 # Non-ASCII words are dropped: IGNORECASE lets "s" match "\u017f", which lowering keeps.
                 required[i] = [ws for ws in _required_words(pat.regex, flags)
                                if not trig.words <= ws and all(w.isascii() for w in ws)]
+                required_chars[i] = _required_chars(pat.regex, flags)
             for word in trig.words:
                 index.setdefault(word, []).append(i)
         self._pats = tuple(pats)
@@ -449,33 +488,54 @@ class Gate:
         # halves the time in merged regexes.
         set_bit: dict[frozenset[str], int] = {}
         word_bits: dict[str, int] = {}
-        need: dict[int, int] = {}
+        need: dict[int, int] = dict.fromkeys(required, 0)
+        # A message of ASCII chars (but \x1c-\x1f) sets bit 0, and the patterns it tries are then compiled
+        # with re.ASCII, which matches there as without (``_regex_index.ascii_safe``; a pattern that is not
+        # safe stays as it is) and faster: \w, \b, \s test a table instead of the Unicode database (the
+        # labelled messages' match calls: 1.8 against 2.6 us). The bit is in every word group's and first
+        # word's ``bits``, so their tables keep the two kinds of runs apart. It and the few punctuation
+        # sets below come first: a group that needs only those has small keys (cached small ints).
+        ascii_bit = self._ascii_bit = 1
+        # The same for punctuation every match holds (``_regex_index.required_chars``: a "?", a ","): a set
+        # is a bit too, set when the message holds a char of it (one ``in`` per char after the word pass,
+        # about 0.25 us; on the labelled messages it skips 1.4 of the 6.5 match calls a message made).
+        char_bits: dict[str, int] = {}
+        for i, char_sets in required_chars.items():
+            for cs in char_sets:
+                bit = set_bit.get(cs)
+                if bit is None:
+                    bit = set_bit[cs] = 2 << len(set_bit)
+                    for ch in cs:
+                        char_bits[ch] = char_bits.get(ch, 0) | bit
+                need[i] |= bit
+        self._char_bits = tuple(char_bits.items())
         for i, sets in required.items():
-            need[i] = 0
             for ws in sets:
                 bit = set_bit.get(ws)
                 if bit is None:
-                    bit = set_bit[ws] = 1 << len(set_bit)
+                    bit = set_bit[ws] = 2 << len(set_bit)
                     for word in ws:
                         word_bits[word] = word_bits.get(word, 0) | bit
                 need[i] |= bit
 
-        shared: dict[tuple[int, ...], _LazyRegex] = {}
+        shared: dict[tuple[tuple[int, ...], bool], _LazyRegex] = {}
 
-        def merged(key: tuple[int, ...]) -> tuple[_LazyRegex | None, tuple[tuple[int, int], ...]]:
+        def merged(key: tuple[int, ...], ascii: bool) -> _Variant:
             # One match call evaluates every pattern at a position: each sits in
             # an optional lookahead, so a set group means "this one matched here".
             # The trailing conditionals fail the match when no group is set, so the
             # common case (nothing fires at this word) returns None cheaply.
             # Words indexing the same patterns (hundreds of given names) share one
-            # regex, compiled the first time a message needs it.
-            if not key:
-                return None, ()
-            rx = shared.get(key)
+            # regex, compiled the first time a message needs it. Fewer patterns than
+            # _MERGE_FROM are tried one by one instead (see there).
+            if len(key) < _MERGE_FROM:
+                return None, tuple((i, (ascii_rx[i] if ascii else pats[i][0]).match) for i in key)
+            rx = shared.get((key, ascii))
             if rx is None:
                 body = "".join(f"(?=({wrapped[i]})|)" for i in key)
                 none_set = "".join(f"(?({g})|" for g in range(1, len(key) + 1)) + "(?!)" + ")" * len(key)
-                rx = shared[key] = _LazyRegex(body + none_set)
+                flags = re.ASCII if ascii and all(ascii_rx[i] is not pats[i][0] for i in key) else 0
+                rx = shared[(key, ascii)] = _LazyRegex(body + none_set, flags)
             return rx, tuple((g, i) for g, i in enumerate(key, 1))
 
         # word -> (its merged patterns or None, (id, required bits, match) of the ids tried on their own at
@@ -488,18 +548,21 @@ class Gate:
                 key = tuple(sorted(set(at[word])))
                 grp = groups.get(key)
                 if grp is None:
-                    grp = groups[key] = _Group(key, tuple(need.get(i, 0) for i in key), merged)
-            aids = tuple((i, need.get(i, 0), pats[i][0].match) for i in at_alone.get(word, ()))
+                    grp = groups[key] = _Group(key, tuple(need.get(i, 0) for i in key), merged, ascii_bit)
+            aids = tuple((i, need.get(i, 0), ascii_rx[i].match, pats[i][0].match) for i in at_alone.get(word, ()))
             sids = frozenset(search.get(word, ()))
             # the rarely set parts share one slot, None for most words: one test for both
             table[word] = (0, None, None, (aids, sids) if aids or sids else None) if grp is None else \
                 (grp.bits, grp.variants, grp, (aids, sids) if aids or sids else None)
         self._words = table
-        self._first = {k: _Anchored(tuple((i, need.get(i, 0), pats[i][0].match) for i in v))
-                       for k, v in first.items()}
+        self._first = {k: _Anchored(tuple((i, need.get(i, 0), ascii_rx[i].match, pats[i][0].match) for i in v),
+                                    ascii_bit) for k, v in first.items()}
         self._always = frozenset(search[""])
-        self._fallback = tuple(fallback)
+        # (id, regex) of the fallback patterns, as compiled and with re.ASCII (see _ascii_bit)
+        self._fallback = tuple((i, pats[i][0]) for i in fallback)
+        self._fallback_ascii = tuple((i, ascii_rx[i]) for i in fallback)
         self._unless = unless
+        self._unless_ascii = unless_ascii
         self._unless_ids = frozenset(unless)
         self._reasons: dict[tuple[int, str], GateReason] = {}
         self._mt = float(config.memory_threshold)
@@ -521,21 +584,23 @@ class Gate:
         self._question_floor = math.inf if floor is None else -math.inf if floor <= 0.0 else _logit(floor)
         self._pm_logit = _logit(config.memory_probability)
         self._pc_logit = _logit(config.corpus_probability)
-        # One lookup per word on the hot path: word -> (combiner weights, the word pairs it starts or None,
-        # the word's patterns (see table above) or None, its required-set bits). A weight pair is one
-        # complex number, memory + corpus * 1j: one add sums both, each part rounded as its own float add
-        # would be. Without the combiner the weights are zero. A word known only for its bits adds 0.0
-        # weights, which leaves the sums as they were.
+        # One lookup per word on the hot path: word -> (combiner weights, the word pairs it starts, the word's
+        # patterns (see table above) or None, its required-set bits, 0j). A weight pair is one complex
+        # number, memory + corpus * 1j: one add sums both, each part rounded as its own float add would be.
+        # Without the combiner the weights are zero. A word known only for its bits adds 0.0 weights, which
+        # leaves the sums as they were (no sum is ever -0.0, the one float that adding 0.0 changes).
         lw = self._tables.words if self._tables is not None else {}
-        # A word's pairs map the next word to (pair weight, that word's entry): a word that follows a known
-        # pair (most do) costs one dict lookup, not two.
+        # A word's pairs map the next word to that word's entry with the pair weight in place of the 0j: a
+        # word that follows a known pair (most do) costs one dict lookup, not two. A word that starts no
+        # pairs has the shared empty dict, an unknown word the entry _UNKNOWN: the word loop has one path and
+        # no test for None (the 0j these add change no sum, as above; interleaved A/B: about 2% of decide).
         no_w: tuple[float, float, dict[str, tuple[float, float]] | None] = (0.0, 0.0, None)
         pairs_of: dict[int, _Pairs] = {}  # the combiner's pair dicts, rebuilt, by identity
         to_fill: list[tuple[dict[str, tuple[float, float]], _Pairs]] = []
 
-        def pairs_for(d: dict[str, tuple[float, float]] | None) -> _Pairs | None:
+        def pairs_for(d: dict[str, tuple[float, float]] | None) -> _Pairs:
             if d is None:
-                return None
+                return _NO_PAIRS
             c = pairs_of.get(id(d))
             if c is None:
                 c = pairs_of[id(d)] = {}
@@ -545,11 +610,11 @@ class Gate:
         self._lookup: dict[str, _Entry] = {}
         for word in set(lw) | set(table) | set(word_bits):
             m_w, c_w, nxt_w = lw.get(word, no_w)
-            self._lookup[word] = (complex(m_w, c_w), pairs_for(nxt_w), table.get(word), word_bits.get(word, 0))
-        self._start = pairs_for(self._tables.start) if self._tables is not None else None
+            self._lookup[word] = (complex(m_w, c_w), pairs_for(nxt_w), table.get(word), word_bits.get(word, 0), 0j)
+        self._start = pairs_for(self._tables.start) if self._tables is not None else _NO_PAIRS
         for d, c in to_fill:
             for next_word, (m, k) in d.items():
-                c[next_word] = (complex(m, k), self._lookup.get(next_word))
+                c[next_word] = (*self._lookup.get(next_word, _UNKNOWN)[:4], complex(m, k))
         self._qmark = self._tables.uni.get("?") if self._tables is not None else None
         # the combiner's bias and sum weights in one tuple: one attribute load in decide
         tbl = self._tables
@@ -614,32 +679,32 @@ class Gate:
         first_word = ""
         # One pass over the words: the combiner's weights, the mask, and the words that have patterns to try
         # (tried below, once the mask is complete).
-        for tok in _TOKEN.finditer(low):
+        for tok in (_ASCII_TOKEN if low.isascii() else _TOKEN).finditer(low):
             word = tok[0]
             if not first_word:
                 first_word = word
-            if nxt is not None:
-                e = nxt.get(word)
-                if e is not None:
-                    zp, entry = e
-                    z += zp
-                else:
-                    entry = lookup(word)
-            else:
-                entry = lookup(word)
-            if entry is None:
-                nxt = None
-                continue
-            zw, nxt, work, bits = entry
-            z += zw
+            e = nxt.get(word)
+            if e is None:
+                e = lookup(word, _UNKNOWN)
+            zw, nxt, work, bits, zp = e
+            z = z + zp + zw
             mask |= bits
             if work is not None:
                 pending.append((tok.start(), work))
-        if not low.isascii() and _NON_ASCII_WORD_CHAR.search(low) is not None:
+        for ch, bits in self._char_bits:
+            if ch in low:
+                mask |= bits
+        if low.isascii():
+            # \x1c-\x1f are spaces to Unicode's \s, not to re.ASCII's: such a message runs the patterns as
+            # compiled without it
+            if low.isprintable() or _UNICODE_ONLY_SPACE.search(low) is None:
+                mask |= self._ascii_bit
+        elif _NON_ASCII_WORD_CHAR.search(low) is not None:
             # The required words hold for words of ASCII letters: a non-ASCII letter may match an ASCII one
-            # under IGNORECASE ("\u017f" for "s"), so try every pattern. Other non-ASCII chars (emoji,
-            # punctuation) are non-word chars to the regexes and the words alike, and change nothing.
-            mask = -1
+            # under IGNORECASE ("\u017f" for "s"), so try every pattern (as compiled without re.ASCII).
+            # Other non-ASCII chars (emoji, punctuation) are non-word chars to the regexes and the words
+            # alike, and change nothing.
+            mask = ~self._ascii_bit
         # Now that the mask holds every word's bits: first the anchored patterns of the first word, then the
         # patterns of each word in the words' order. That is the order the spans were found in when each
         # word was tried in the pass, and it matters: the sums below add up in the spans' order.
@@ -660,7 +725,13 @@ class Gate:
                 if v is None:
                     v = grp.variant(key)  # type: ignore[union-attr]  # set with variants
                 rx, pairs = v
-                if rx is not None:
+                if rx is None:
+                    for i, match in pairs:  # (id, match) pairs when rx is None
+                        if i not in spans:
+                            m = match(low, pos)
+                            if m is not None:
+                                spans[i] = m.span()
+                else:
                     m = rx.match(low, pos)
                     if m is not None:
                         regs = m.regs
@@ -669,9 +740,9 @@ class Gate:
                                 spans[i] = regs[g]
             if rare is not None:
                 aids, sids = rare
-                for i, need, match in aids:
+                for i, need, a_match, u_match in aids:
                     if i not in spans and (mask & need) == need:
-                        m = match(low, pos)
+                        m = (a_match if mask & self._ascii_bit else u_match)(low, pos)
                         if m is not None:
                             spans[i] = m.span()
                 if sids:
@@ -682,10 +753,10 @@ class Gate:
                 if m is not None:
                     spans[i] = m.span()
         if not self._unless_ids.isdisjoint(spans):
-            spans = self._drop_resolved(low, spans)
+            spans = self._drop_resolved(low, spans, mask & self._ascii_bit != 0)
         if not spans:  # nothing recognised the message: its last reading, by the fallback patterns
-            for i in self._fallback:
-                m = pats[i][0].search(low)
+            for i, fallback_rx in self._fallback_ascii if mask & self._ascii_bit else self._fallback:
+                m = fallback_rx.search(low)
                 if m is not None:
                     spans[i] = m.span()
         # Report matched text from the original when lowering kept the offsets.
@@ -719,10 +790,9 @@ class Gate:
         tb = self._tables
         if tb is None:
             return self._verdict(mem, corp, none, correction, fired)
-        if nxt is not None:
-            e = nxt.get("</s>")
-            if e is not None:
-                z += e[0]
+        e = nxt.get("</s>")
+        if e is not None:
+            z += e[4]
         wl = z.real
         wc = z.imag
         qmark = "?" in low
@@ -757,7 +827,17 @@ class Gate:
         # The learned verdict.
         want_mem = lm >= pm_logit or correction
         want_corp = lc >= pc_logit
-        pm, pc = _sigmoid(lm), _sigmoid(lc)
+        # _sigmoid inline (the same operations, so the same bits): two calls less per message
+        if lm >= 0:
+            pm = 1.0 / (1.0 + exp(-lm))
+        else:
+            e_m = exp(lm)
+            pm = e_m / (1.0 + e_m)
+        if lc >= 0:
+            pc = 1.0 / (1.0 + exp(-lc))
+        else:
+            e_c = exp(lc)
+            pc = e_c / (1.0 + e_c)
         mem_conf = max(pm, 0.5) if correction else pm  # a correction searches memory whatever P says
         if want_mem and want_corp:
             route, conf = Route.BOTH, min(mem_conf, pc)
@@ -775,7 +855,18 @@ class Gate:
         else:
             fired.sort()  # by position, then pattern index: (start, index) pairs are unique
             found = tuple([f[2] for f in fired])
-        return _decision(route, conf, mem, corp, found, correction, pm, pc)
+        # _decision inline: one call less per message
+        d = _new(GateDecision)
+        _set_route(d, route)
+        _set_confidence(d, conf)
+        _set_memory_score(d, mem)
+        _set_corpus_score(d, corp)
+        _set_reasons(d, found)
+        _set_correction(d, correction)
+        _set_memory_probability(d, pm)
+        _set_corpus_probability(d, pc)
+        _set_rule(d, "")
+        return d
 
     def explain_learned(self, message: str) -> list[tuple[str, float, float]]:
         """The learned combiner's view of ``message``: (feature, memory logit part, corpus logit part),
@@ -803,9 +894,10 @@ class Gate:
         mem, corp, none = sums[_T_MEMORY], sums[_T_CORPUS], sums[_T_NONE]
         return _TOKEN.findall(low), "?" in low, names, mem, corp, none
 
-    def _drop_resolved(self, low: str, spans: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
-        """Drop matches whose ``unless_before`` regex is found earlier in the message."""
-        unless = self._unless
+    def _drop_resolved(self, low: str, spans: dict[int, tuple[int, int]], ascii: bool) -> dict[int, tuple[int, int]]:
+        """Drop matches whose ``unless_before`` regex is found earlier in the message (``ascii``: with the
+        regexes compiled with re.ASCII, see ``Gate._ascii_bit``)."""
+        unless = self._unless_ascii if ascii else self._unless
         drop = [i for i in self._unless_ids.intersection(spans) if unless[i].search(low, 0, spans[i][0]) is not None]
         for i in drop:
             del spans[i]

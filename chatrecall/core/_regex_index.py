@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "needs_ignorecase", "required_words"]
+__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "ascii_safe", "needs_ignorecase",
+           "required_chars", "required_words"]
 
 # --- first-word analysis ----------------------------------------------------
 #
@@ -322,8 +323,111 @@ def _required(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _punctuation(code: int) -> str | None:
+    """The char of ``code`` if it is ASCII punctuation (not a word char, not a space), else None."""
+    ch = chr(code)
+    return ch if ch.isascii() and not _is_word_char(ch) and not ch.isspace() else None
+
+
+@functools.lru_cache(maxsize=4096)  # pure, as _required
+def _required_chars(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
+    """Sets of ASCII punctuation chars such that every string ``regex`` matches in holds a char of each set.
+
+    A set comes from a literal char (or a class of literal chars) that every match goes through, the text a
+    positive lookahead or lookbehind reads included (it is part of the string too: ``knowledge.2`` looks
+    behind for one of ``.!?;:``), or from a branch whose every alternative has a set (their union). The
+    words of :func:`required_words` cannot say "the message holds a ?" (``continuity.22`` ends with
+    ``\\?\\s*$``); these sets can. ASCII punctuation has no other case, so ``IGNORECASE`` changes
+    nothing. Parts the walk does not read (negative lookarounds, conditionals, optional parts) give no
+    set, so the answer may be empty but never wrong.
+    """
+    if _sp is None or _sc is None:
+        return ()
+    try:
+        parsed = _sp.parse(regex, flags)
+    except Exception:  # pragma: no cover - the regex compiled already
+        return ()
+    sc = _sc
+
+    def sets_in(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
+        found: list[frozenset[str]] = []
+        for op, av in items:
+            if op is sc.LITERAL:
+                ch = _punctuation(av)
+                if ch is not None:
+                    found.append(frozenset(ch))
+            elif op is sc.IN:
+                chars = [_punctuation(a) if o is sc.LITERAL else None for o, a in av]
+                if chars and all(c is not None for c in chars):
+                    found.append(frozenset(c for c in chars if c is not None))
+            elif op is sc.SUBPATTERN:
+                found += sets_in(av[3])
+            elif op is sc.ATOMIC_GROUP:
+                found += sets_in(av)
+            elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT) and av[0] >= 1:
+                found += sets_in(av[2])
+            elif op is sc.ASSERT:  # positive lookahead or lookbehind: what it reads is in the string
+                found += sets_in(av[1])
+            elif op is sc.BRANCH:
+                union: set[str] = set()
+                for alt in av[1]:
+                    alt_sets = sets_in(alt)
+                    if not alt_sets:
+                        break
+                    union |= min(alt_sets, key=len)
+                else:
+                    found.append(frozenset(union))
+        return found
+
+    try:
+        out = sets_in(parsed)
+    except RecursionError:  # pragma: no cover - absurdly nested regex
+        return ()
+    return tuple(dict.fromkeys(out))
+
+
+@functools.lru_cache(maxsize=4096)  # pure, as _required
+def _ascii_safe(regex: str, flags: int = 0) -> bool:
+    """Whether ``regex`` compiled with ``re.ASCII`` matches exactly as compiled without it in every string of
+    ASCII chars but ``\\x1c``-``\\x1f``.
+
+    ``re.ASCII`` changes two things (the ``re`` docs): ``\\w``, ``\\b``, ``\\d``, ``\\s`` and their
+    negations test ASCII only, and ``IGNORECASE`` folds ASCII letters only. On ASCII chars the classes agree
+    but for ``\\s``, which in Unicode also holds ``\\x1c``-``\\x1f`` (the caller rules those strings out);
+    folding differs only for a non-ASCII char of the regex (the Kelvin sign matches "k" in Unicode), so a
+    regex holding any char past ASCII (literal, negated or in a range) is not safe. Neither is one that
+    does not compile with ``re.ASCII`` (an inline ``(?u)``).
+    """
+    if _sp is None or _sc is None:
+        return False
+    try:
+        parsed = _sp.parse(regex, flags)
+        re.compile(regex, (flags & ~re.UNICODE) | re.ASCII)
+    except Exception:
+        return False
+    sc = _sc
+
+    def ascii_only(node: Any) -> bool:
+        if isinstance(node, _sp.SubPattern):
+            return all(ascii_only(item) for item in node)
+        if isinstance(node, (list, tuple)):
+            if len(node) == 2 and (node[0] is sc.LITERAL or node[0] is sc.NOT_LITERAL):
+                return bool(node[1] < 128)
+            if len(node) == 2 and node[0] is sc.RANGE:
+                return bool(node[1][1] < 128)
+            return all(ascii_only(x) for x in node)
+        return True
+
+    try:
+        return ascii_only(parsed)
+    except RecursionError:  # pragma: no cover - absurdly nested regex
+        return False
+
+
 MODE_AT, MODE_FIRST, MODE_SEARCH = _MODE_AT, _MODE_FIRST, _MODE_SEARCH
 Trigger = _Trigger
 analyse = _analyse
 needs_ignorecase = _needs_ignorecase
 required_words = _required
+required_chars = _required_chars
+ascii_safe = _ascii_safe
