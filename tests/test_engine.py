@@ -113,6 +113,16 @@ def test_bad_input_names_the_value_and_stores_nothing(cr: ChatRecall, kwargs: di
     assert cr.count("u") == 1
 
 
+def test_a_user_with_no_memories_is_said_so(cr: ChatRecall) -> None:
+    # helper-92 (stop 32): a user id with the wrong case found nothing, and no note said why
+    cr.add("my cat is called Marmite", user_id="rhiannon", session_id="s")
+    res = cr.retrieve("what's my cat called?", user_id="Rhiannon", session_id="s")
+    assert res.route.wants_memory and not res.items
+    assert any("'Rhiannon' has no stored memories" in n for n in res.notes), res.notes
+    res = cr.retrieve("what's my cat called?", user_id="rhiannon", session_id="s2")
+    assert not any("no stored memories" in n for n in res.notes) and res.items
+
+
 def test_documents_take_content_like_turns_and_refuse_unknown_keys(cr: ChatRecall) -> None:
     # helper-92 (stop 32): add_documents([{"content": ...}]) failed with "documents[0].text must be a str, got
     # NoneType" while add_many takes "content"; a misspelt key ("titel") was silently dropped

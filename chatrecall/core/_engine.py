@@ -915,7 +915,7 @@ class ChatRecall(_AsyncMixin):
         if not items:
             return None
         best = items[0]
-        if best.score >= self.retrieval_config.useful_score:
+        if best.score >= self.retrieval_config.useful_score and self._about_message(best, gate, query):
             return f"score {best.score:.2f} >= {self.retrieval_config.useful_score}"
         anchors = {e.key for e in entities if e.kind in _ANCHOR_KINDS}
         for it in items:
@@ -1234,6 +1234,10 @@ class ChatRecall(_AsyncMixin):
         if run.store_down and run.st is None:
             run.notes.append("degraded: memory search skipped (store unavailable)")
             return
+        if run.st is not None and len(run.st.index) == 0:
+            # helper-92: "--user Rhiannon" for a user stored as "rhiannon" found nothing, and nothing said why
+            run.notes.append(f"user_id {run.user_id!r} has no stored memories yet (ids are exact: 'Alice' and 'alice' "
+                             "are two users)")
         top = self._phase1_size(run) if plan.two_phase else run.k
         items = self._run_memory_search(run, top, timeout_ms=cfg.phase1_timeout_ms if plan.two_phase else None)
         if not plan.two_phase:
@@ -1259,6 +1263,17 @@ class ChatRecall(_AsyncMixin):
                              f"too, {'strong passages and ' if probe else ''}passages that state it kept")
         else:
             run.notes.append(f"memory useful ({useful}): documents searched, strong passages kept")
+
+    @staticmethod
+    def _about_message(item: ScoredItem, gate: GateDecision, query: str) -> bool:
+        """Whether a memory's score says it is about the message. Where the query asks when or names a period, the
+        score holds the time fit, which any memory with a day or a time gets ("Your Wednesday late starts at 12:00."
+        for "which day am I on call over Christmas?", helper-92): such a memory must also share one of the
+        message's content words (as :meth:`_answers_form` asks)."""
+        if item.components.get("time", 0.0) <= 0:
+            return True
+        content = ChatRecall._content_terms(gate, query) - _FORM_TERMS
+        return not content or not content.isdisjoint(tokenize(item.text))
 
     @staticmethod
     def _answers_form(form: str, items: Sequence[ScoredItem], gate: GateDecision, query: str) -> bool:
