@@ -202,8 +202,10 @@ def fold_key(text: str) -> str:
     while i > 0 and s[i - 1].isalpha():
         i -= 1
     run = s[i:]
-    if len(run) >= 3 and run[-1] == "s" and run[:-1].isupper():
-        return (s[:i] + run[:-1]).casefold()  # APIs -> api, GPUs -> gpu
+    if len(run) >= 3 and run[-1] == "s" and run[:-1].isupper() and run[-2] != "S":
+        # APIs -> api, GPUs -> gpu; not an acronym ending in S ("AAASs"), whose folded key ending in "s" would
+        # be singularised again on a second fold
+        return (s[:i] + run[:-1]).casefold()
     return s[:i].casefold() + singular(run.casefold(), i == 0 or s[i - 1] == " ")
 
 
