@@ -500,23 +500,23 @@ class Gate:
         # is a bit too, set when the message holds a char of it (one ``in`` per char after the word pass,
         # about 0.25 us; on the labelled messages it skips 1.4 of the 6.5 match calls a message made).
         char_bits: dict[str, int] = {}
+
+        def bit_of(members: frozenset[str], bits_of: dict[str, int]) -> int:
+            """The bit of a required set (a new one the first time), recorded for each of its members."""
+            bit = set_bit.get(members)
+            if bit is None:
+                bit = set_bit[members] = 2 << len(set_bit)
+                for member in members:
+                    bits_of[member] = bits_of.get(member, 0) | bit
+            return bit
+
         for i, char_sets in required_chars.items():
             for cs in char_sets:
-                bit = set_bit.get(cs)
-                if bit is None:
-                    bit = set_bit[cs] = 2 << len(set_bit)
-                    for ch in cs:
-                        char_bits[ch] = char_bits.get(ch, 0) | bit
-                need[i] |= bit
+                need[i] |= bit_of(cs, char_bits)
         self._char_bits = tuple(char_bits.items())
         for i, sets in required.items():
             for ws in sets:
-                bit = set_bit.get(ws)
-                if bit is None:
-                    bit = set_bit[ws] = 2 << len(set_bit)
-                    for word in ws:
-                        word_bits[word] = word_bits.get(word, 0) | bit
-                need[i] |= bit
+                need[i] |= bit_of(ws, word_bits)
 
         shared: dict[tuple[tuple[int, ...], bool], _LazyRegex] = {}
 

@@ -67,14 +67,22 @@ class _Trigger:
     mode: str
 
 
-@functools.lru_cache(maxsize=4096)  # pure and immutable: every Gate of a process shares the analysis
-def _analyse(regex: str, flags: int = 0) -> _Trigger | None:
-    """First words of every match of ``regex`` (lowercase) and the match mode, or None."""
+def _parse(regex: str, flags: int) -> Any:
+    """``regex`` parsed by Python's own regex parser, or None when this Python has none (the walks then give no
+    answer, which is never wrong)."""
     if _sp is None or _sc is None:
         return None
     try:
-        parsed = _sp.parse(regex, flags)
+        return _sp.parse(regex, flags)
     except Exception:  # pragma: no cover - the regex compiled already
+        return None
+
+
+@functools.lru_cache(maxsize=4096)  # pure and immutable: every Gate of a process shares the analysis
+def _analyse(regex: str, flags: int = 0) -> _Trigger | None:
+    """First words of every match of ``regex`` (lowercase) and the match mode, or None."""
+    parsed = _parse(regex, flags)
+    if parsed is None:
         return None
     done = _walk(list(parsed))
     if done is None:
@@ -241,11 +249,8 @@ def _required(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
     boundary: the first words of that part, by the walk of :func:`_analyse`. Parts the walk cannot read
     give no set, so the answer may be empty but never wrong.
     """
-    if _sp is None or _sc is None:
-        return ()
-    try:
-        parsed = _sp.parse(regex, flags)
-    except Exception:  # pragma: no cover - the regex compiled already
+    parsed = _parse(regex, flags)
+    if parsed is None:
         return ()
     sc = _sc
     out: list[frozenset[str]] = []
@@ -341,11 +346,8 @@ def _required_chars(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
     nothing. Parts the walk does not read (negative lookarounds, conditionals, optional parts) give no
     set, so the answer may be empty but never wrong.
     """
-    if _sp is None or _sc is None:
-        return ()
-    try:
-        parsed = _sp.parse(regex, flags)
-    except Exception:  # pragma: no cover - the regex compiled already
+    parsed = _parse(regex, flags)
+    if parsed is None:
         return ()
     sc = _sc
 
