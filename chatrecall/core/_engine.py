@@ -1517,13 +1517,18 @@ class ChatRecall(_AsyncMixin):
             why = "the corpus found no passage" if not run.corpus_items else "the corpus found nothing strong"
             run.notes.append(f"memory not clearly useful, but {why}: kept")
             run.memory_items = run.phase1
-            # "what time do we open on Sunday?": the best passage that states the asked form stays, weak or not
+            # "what time do we open on Sunday?": the best passage that states the asked form stays, weak or not;
+            # else the best passage: the memories were not useful either (helper-92 / helper-94: a 0.39 passage
+            # that answered was dropped for memories that did not)
             form = run.form
             best = None
             if form is not None:
                 best = next((i for i in run.corpus_items if holds_form(form, i.text)), None)
                 if best is not None:
                     run.notes.append(f"the best passage stating the {_FORM_WORDS[form]} asked for: kept")
+            if best is None and run.corpus_items:
+                best = run.corpus_items[0]
+                run.notes.append("the best passage: kept, the memories were not clearly useful either")
             run.rejected.extend(dataclasses.replace(i, why="phase 2: corpus not strong, memory kept")
                                 for i in run.corpus_items if i is not best)
             run.corpus_items = [best] if best is not None else []
