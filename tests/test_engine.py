@@ -121,6 +121,9 @@ def test_a_user_with_no_memories_is_said_so(cr: ChatRecall) -> None:
     assert any("'Rhiannon' has no stored memories" in n for n in res.notes), res.notes
     res = cr.retrieve("what's my cat called?", user_id="rhiannon", session_id="s2")
     assert not any("no stored memories" in n for n in res.notes) and res.items
+    # a corpus turn looks in memory first (the probe): said there too (helper-94)
+    res = cr.retrieve("What does TriBridConfig do?", user_id="Rhiannon", session_id="s")
+    assert any("'Rhiannon' has no stored memories" in n for n in res.notes), res.notes
 
 
 def test_documents_take_content_like_turns_and_refuse_unknown_keys(cr: ChatRecall) -> None:
@@ -715,3 +718,15 @@ def test_a_when_question_shows_the_time_fit_not_recency(engine: ChatRecall, cloc
     assert "time=1.00" in res.explain() and "recency=" not in res.explain()
     plain = engine.retrieve("what about the plumber?", user_id="u", session_id="s3")
     assert all("recency" in i.components for i in plain.items if i.source == "memory")
+
+
+def test_why_says_when_a_reply_rides_on_the_question_it_answers(cr: ChatRecall) -> None:
+    # helper-94 (stop 32): a reply outranked a later update on every shown component; the share its question handed
+    # it was in the score and nowhere in explain()
+    cr.add("what's the wifi password at the office?", user_id="u", session_id="s1", role="user")
+    cr.add("It's BlueFalcon42, case-sensitive.", user_id="u", session_id="s1", role="assistant")
+    found = cr.search("what's the office wifi password?", user_id="u", k=5)
+    reply = next(i for i in found if i.text.startswith("It's BlueFalcon42"))
+    assert "answers the question before it (+" in reply.why, reply.why
+    asked = next(i for i in found if i.text.startswith("what's the wifi"))
+    assert "answers the question" not in asked.why

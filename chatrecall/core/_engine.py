@@ -755,10 +755,13 @@ class ChatRecall(_AsyncMixin):
             # Python floats and ints once per column, not one numpy scalar per cell
             columns = {c: v.tolist() for c, v in r.components.items()}
             scores, hops = r.scores.tolist(), r.hops.tolist()
+            support = r.support.tolist()
             for rank, p in enumerate(r.positions.tolist()):
                 rec = idx.records[p]
                 comps = {c: col[rank] for c, col in columns.items()}
                 why = self._why(rec, comps, r.dense_rank.get(p), r.keys, hops[rank], r.related)
+                if support[rank] > 0:  # in the score, in no component: say where it came from (helper-94)
+                    why += f"; answers the question before it (+{support[rank]:.2f})"
                 if has_cue:
                     # the recency slot held the time fit (a named period, a date or time for "when"): shown as such
                     comps = {("time" if c == "recency" else c): v for c, v in comps.items()}
@@ -1234,10 +1237,7 @@ class ChatRecall(_AsyncMixin):
         if run.store_down and run.st is None:
             run.notes.append("degraded: memory search skipped (store unavailable)")
             return
-        if run.st is not None and len(run.st.index) == 0:
-            # helper-92: "--user Rhiannon" for a user stored as "rhiannon" found nothing, and nothing said why
-            run.notes.append(f"user_id {run.user_id!r} has no stored memories yet (ids are exact: 'Alice' and 'alice' "
-                             "are two users)")
+        self._note_no_memories(run)
         top = self._phase1_size(run) if plan.two_phase else run.k
         items = self._run_memory_search(run, top, timeout_ms=cfg.phase1_timeout_ms if plan.two_phase else None)
         if not plan.two_phase:
@@ -1434,9 +1434,19 @@ class ChatRecall(_AsyncMixin):
         head = "memory looked at before the corpus" + (f" (the message mentions {signs})" if signs else "")
         run.notes.append(f"{head}: useful ({useful}), memory used" if useful else f"{head}: nothing useful")
 
+    @staticmethod
+    def _note_no_memories(run: _Run) -> None:
+        """Say so when the user has no memories: "--user Rhiannon" for a user stored as "rhiannon" found nothing,
+        and nothing said why (helper-92, helper-94)."""
+        note = (f"user_id {run.user_id!r} has no stored memories yet (ids are exact: 'Alice' and 'alice' are two "
+                "users)")
+        if run.st is not None and len(run.st.index) == 0 and note not in run.notes:
+            run.notes.append(note)
+
     def _keep_useful(self, run: _Run, gate: GateDecision, *, timeout_ms: float | None, why: str) -> str | None:
         """The small lookup of the fallback and the probe: memories that pass the usefulness check become the
         turn's memories, the others are rejected with ``why``. Returns the check's reason, or None."""
+        self._note_no_memories(run)
         items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=timeout_ms)
         useful = self._useful(items, run.entities, gate, run.query)
         if useful:

@@ -115,6 +115,9 @@ class Ranking:
         keys: The query's entity keys.
         related: Entities co-occurring with the query's, used by the entity component.
         time_cue: The query's time / answer-type cue.
+        support: Per ranked turn, the score a question handed it as its answer
+            (``question_pass`` / ``assistant_answer_pass``; 0 for most), shown in
+            the items' ``why``: it is in the final score but no component.
     """
 
     strategy: Strategy
@@ -127,6 +130,7 @@ class Ranking:
     keys: Sequence[str]
     related: Sequence[str]
     time_cue: TimeCue
+    support: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.float32))
 
 
 def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfig,
@@ -293,6 +297,7 @@ def rank_memories(
     base = sum(w[c] * comp[c] for c in BASE)
     assert isinstance(base, np.ndarray)
     own = base
+    support = np.zeros(cand.size, dtype=np.float32)  # what each turn got as the answer to a question
     bot = idx.has_role(cand, "assistant")  # a chatbot's replies (only chatbot transcripts hold them)
     if params.question_pass > 0 or params.assistant_answer_pass > 0:
         # A question (or request) answered by another speaker: the answer is what the user wants back,
@@ -314,6 +319,7 @@ def rank_memories(
             own = base.copy()
             own[q] -= gift
             np.add.at(own, ans[ok], gift[ok])
+            np.add.at(support, ans[ok], gift[ok])
     hops = np.zeros(cand.size, dtype=np.int64)
     graph_w = w["graph"]
     noans = idx.non_answers(cand)
@@ -359,4 +365,4 @@ def rank_memories(
         order = order[final[order] > 0]
     used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
     return Ranking(strat, qtype, cand[order], final[order].astype(np.float32), used, hops[order], dense_rank,
-                   keys, related, cue)
+                   keys, related, cue, support[order])
