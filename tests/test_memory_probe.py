@@ -204,7 +204,8 @@ def test_usefulness_thresholds_default_to_the_tuned_constants_and_are_validated(
 def test_a_strong_corpus_hit_is_judged_by_its_own_threshold(make_engine: Any, strong: float) -> None:
     """A memory route whose small lookup was not useful tries the corpus: a passage at or above
     ``strong_corpus_score`` replaces the set-aside memories, a weaker one does not (``useful_score`` at 1.0, so
-    no memory is ever useful and only the passage threshold decides)."""
+    no memory is ever useful and only the passage threshold decides); then the memories are kept and, since they
+    were not useful either, the best passage beside them (stop 32, C16), never more than one."""
     eng = make_engine(retrieval=RetrievalConfig(useful_score=1.0, strong_corpus_score=strong))
     _chat(eng)
     res = eng.retrieve("recovery after cruciate ligament surgery in dogs: stairs, jumping?", user_id="jo",
@@ -215,7 +216,10 @@ def test_a_strong_corpus_hit_is_judged_by_its_own_threshold(make_engine: Any, st
         assert not [i for i in res.items if i.source == "memory"]
     else:
         assert "the corpus found nothing strong: kept" in notes, res.notes
-        assert not [i for i in res.items if i.source == "corpus"]
+        assert "the best passage: kept" in notes, res.notes
+        assert [i for i in res.items if i.source == "memory"]
+        passages = [i for i in res.items if i.source == "corpus"]
+        assert len(passages) == 1 and "cruciate" in passages[0].text.casefold()
 
 
 def test_without_the_probe_a_weak_corpus_search_falls_back_to_memory(make_engine: Any) -> None:
