@@ -1436,10 +1436,10 @@ class ChatRecall(_AsyncMixin):
 
     @staticmethod
     def _note_no_memories(run: _Run) -> None:
-        """Say so when the user has no memories: "--user Rhiannon" for a user stored as "rhiannon" found nothing,
-        and nothing said why (helper-92, helper-94)."""
+        """Say so when the user has no memories: "--user Rhiannon" for a user stored as "rhiannon", or the right
+        user in another namespace, found nothing, and nothing said why (helper-92, helper-94)."""
         note = (f"user_id {run.user_id!r} has no stored memories yet (ids are exact: 'Alice' and 'alice' are two "
-                "users)")
+                "users; and each namespace is a store of its own)")
         if run.st is not None and len(run.st.index) == 0 and note not in run.notes:
             run.notes.append(note)
 
