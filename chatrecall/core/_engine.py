@@ -1272,8 +1272,12 @@ class ChatRecall(_AsyncMixin):
         message's content words (as :meth:`_answers_form` asks)."""
         if item.components.get("time", 0.0) <= 0:
             return True
-        content = ChatRecall._content_terms(gate, query) - _FORM_TERMS
-        return not content or not content.isdisjoint(tokenize(item.text))
+        return ChatRecall._shares_content(ChatRecall._content_terms(gate, query) - _FORM_TERMS, item.text)
+
+    @staticmethod
+    def _shares_content(content: set[str], text: str) -> bool:
+        """Whether ``text`` holds one of the message's ``content`` words (any text does when there is none)."""
+        return not content or not content.isdisjoint(tokenize(text))
 
     @staticmethod
     def _answers_form(form: str, items: Sequence[ScoredItem], gate: GateDecision, query: str) -> bool:
@@ -1281,8 +1285,7 @@ class ChatRecall(_AsyncMixin):
         of the message's content words (not the trigger words, not the words that only name the form). A
         message with no such word ("what time is it there?") takes any memory that holds the form."""
         content = ChatRecall._content_terms(gate, query) - _FORM_TERMS
-        return any(holds_form(form, i.text) and (not content or not content.isdisjoint(tokenize(i.text)))
-                   for i in items)
+        return any(holds_form(form, i.text) and ChatRecall._shares_content(content, i.text) for i in items)
 
     def _phase1_size(self, run: _Run) -> int:
         """Memories a small first lookup takes: ``phase1_top_k``, or ``k`` when the caller gave one."""
@@ -1438,9 +1441,11 @@ class ChatRecall(_AsyncMixin):
     def _note_no_memories(run: _Run) -> None:
         """Say so when the user has no memories: "--user Rhiannon" for a user stored as "rhiannon", or the right
         user in another namespace, found nothing, and nothing said why (helper-92, helper-94)."""
+        if run.st is None or len(run.st.index) > 0:
+            return
         note = (f"user_id {run.user_id!r} has no stored memories yet (ids are exact: 'Alice' and 'alice' are two "
                 "users; and each namespace is a store of its own)")
-        if run.st is not None and len(run.st.index) == 0 and note not in run.notes:
+        if note not in run.notes:  # the memory phase and the probe / fallback may both look
             run.notes.append(note)
 
     def _keep_useful(self, run: _Run, gate: GateDecision, *, timeout_ms: float | None, why: str) -> str | None:

@@ -679,7 +679,8 @@ class Gate:
         first_word = ""
         # One pass over the words: the combiner's weights, the mask, and the words that have patterns to try
         # (tried below, once the mask is complete).
-        for tok in (_ASCII_TOKEN if low.isascii() else _TOKEN).finditer(low):
+        ascii_only = low.isascii()
+        for tok in (_ASCII_TOKEN if ascii_only else _TOKEN).finditer(low):
             word = tok[0]
             if not first_word:
                 first_word = word
@@ -694,7 +695,7 @@ class Gate:
         for ch, bits in self._char_bits:
             if ch in low:
                 mask |= bits
-        if low.isascii():
+        if ascii_only:
             # \x1c-\x1f are spaces to Unicode's \s, not to re.ASCII's: such a message runs the patterns as
             # compiled without it
             if low.isprintable() or _UNICODE_ONLY_SPACE.search(low) is None:

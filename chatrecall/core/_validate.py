@@ -159,6 +159,16 @@ def check_strategy(value: Any) -> Strategy | None:
         raise InvalidInputError(f"strategy={_short(value)} is unknown; use one of: {known}") from None
 
 
+def _content_as_text(value: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A copy of a turn's or document's fields with ``content`` read as ``text`` (never both)."""
+    fields = dict(value)
+    if "content" in fields:
+        if "text" in fields:
+            raise InvalidInputError(f"{where} has both 'text' and 'content': give one ('content' is an alias of 'text')")
+        fields["text"] = fields.pop("content")
+    return fields
+
+
 _TURN_FIELDS = tuple(f.name for f in dataclasses.fields(Turn))
 _TURN_REQUIRED = ("text", "user_id", "session_id")
 
@@ -171,11 +181,7 @@ def check_turn(value: Any, limits: StoreLimits) -> Turn:
         'hi'
     """
     if isinstance(value, Mapping):
-        fields = dict(value)
-        if "content" in fields:
-            if "text" in fields:
-                raise InvalidInputError("turn has both 'text' and 'content': give one ('content' is an alias of 'text')")
-            fields["text"] = fields.pop("content")
+        fields = _content_as_text(value, "turn")
         unknown = [k for k in fields if k not in _TURN_FIELDS]
         if unknown:
             raise InvalidInputError(
@@ -208,11 +214,7 @@ def check_document_fields(doc: Mapping[str, Any], where: str) -> dict[str, Any]:
         >>> check_document_fields({"content": "Opening hours: 9-5"}, "documents[0]")["text"]
         'Opening hours: 9-5'
     """
-    fields = dict(doc)
-    if "content" in fields:
-        if "text" in fields:
-            raise InvalidInputError(f"{where} has both 'text' and 'content': give one ('content' is an alias of 'text')")
-        fields["text"] = fields.pop("content")
+    fields = _content_as_text(doc, where)
     unknown = [k for k in fields if k not in _DOCUMENT_FIELDS]
     if unknown:
         raise InvalidInputError(f"{where} has unknown field(s) {', '.join(_short(k) for k in unknown)}; known: "
