@@ -40,6 +40,7 @@ from chatrecall.adapters.langchain import (  # noqa: E402
     message_to_turn,
     record_to_message,
 )
+from chatrecall.core import apply_pin_command, parse_pin_command  # noqa: E402
 from chatrecall.testing import fake_engine  # noqa: E402
 
 BILLING_Q = "Remember which database we use for billing?"
@@ -349,6 +350,56 @@ def test_pin_tools_act_for_the_runs_user(cr: ChatRecall) -> None:
     agent.invoke(user("Reply in French from now on"), config={"configurable": {"user_id": "carol", "thread_id": "c"}})
     assert [p.text for p in cr.pins("carol")] == ["Reply in French"]
     assert [p.text for p in cr.pins("bob")] == ["Always answer in metric units"]
+
+
+def _pin_in_one_thread_unpin_in_another(engine: ChatRecall) -> RecordingChatModel:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    llm = model(pin_call("Always answer in metric units"), "Pinned.", "About 3 km.",
+                unpin_call("metric"), "Done.", "About 2 miles.")
+    agent = create_agent(llm, tools=make_pin_tools(engine), middleware=[ChatRecallMiddleware(engine)],
+                         checkpointer=InMemorySaver())
+    agent.invoke(user("can you always answer in metric please"), {"configurable": {"user_id": "jo", "thread_id": "s2"}})
+    agent.invoke(user("how far is the station?"), {"configurable": {"user_id": "jo", "thread_id": "s3"}})
+    agent.invoke(user("you can drop the metric thing now"), {"configurable": {"user_id": "jo", "thread_id": "s4"}})
+    agent.invoke(user("how far is the lake?"), {"configurable": {"user_id": "jo", "thread_id": "s4"}})
+    return llm
+
+
+def test_a_pin_made_by_the_tool_applies_in_every_thread_and_unpins_from_any(cr: ChatRecall) -> None:
+    # helper-96 (stop 33): the README's agent with a checkpointer pinned "always answer in metric" under the
+    # thread it was said in; the next conversation had no pin, and its unpin said "current pins: none".
+    llm = _pin_in_one_thread_unpin_in_another(cr)
+    assert "Always answer in metric units" in llm.system_of(2)  # another thread, the pin applies
+    assert "Unpinned: 'Always answer in metric units'" in llm.calls[4][-1].text
+    assert cr.pins("jo") == [] and "Always answer in metric units" not in llm.system_of(5)
+
+
+def test_pin_tools_scoped_to_the_session_on_request(cr: ChatRecall) -> None:
+    llm = model(pin_call("Reply in French"), "D'accord.", unpin_call("french"), "Done.")
+    agent = create_agent(llm, tools=make_pin_tools(cr, scope="session"), middleware=[ChatRecallMiddleware(cr)])
+    agent.invoke(user("reply in french in this chat"), {"configurable": {"user_id": "jo", "thread_id": "t1"}})
+    assert [(p.text, p.session_id) for p in cr.pins("jo")] == [("Reply in French", "t1")]
+    assert cr.pins("jo", "t2") == []
+    out = agent.invoke(user("stop the french"), {"configurable": {"user_id": "jo", "thread_id": "t2"}})
+    assert "Unpinned: 'Reply in French'" in out["messages"][-2].text and cr.pins("jo") == []
+    with pytest.raises(InvalidInputError, match="scope='thread'"):
+        make_pin_tools(cr, scope="thread")
+
+
+def test_unpin_names_pins_of_other_sessions_when_nothing_matches(cr: ChatRecall) -> None:
+    cr.pin("Use metric units", user_id="u9", session_id="a")
+    with pytest.raises(NotFoundError, match=r"'Use metric units' \(session 'a'\)"):
+        apply_pin_command(cr, parse_pin_command("/unpin french"), user_id="u9", session_id="b")
+    assert apply_pin_command(cr, parse_pin_command("/unpin metric"), user_id="u9", session_id="b").message == \
+        "Unpinned: 'Use metric units'"
+
+
+@pytest.mark.model
+def test_a_pin_made_by_the_tool_applies_in_every_thread_real_chroma_and_model(real_cr: ChatRecall) -> None:
+    llm = _pin_in_one_thread_unpin_in_another(real_cr)
+    assert "Always answer in metric units" in llm.system_of(2)
+    assert real_cr.pins("jo") == [] and "Always answer in metric units" not in llm.system_of(5)
 
 
 def test_pin_tools_made_for_one_user_refuse_a_run_for_another(cr: ChatRecall) -> None:

@@ -797,7 +797,8 @@ class PinCallbackHandler(BaseCallbackHandler):
                 self.handle(found[1])
 
 
-def make_pin_tools(engine: ChatRecall, user_id: str | None = None, session_id: str | None = None) -> list[BaseTool]:
+def make_pin_tools(engine: ChatRecall, user_id: str | None = None, session_id: str | None = None, *,
+                   scope: str = "user") -> list[BaseTool]:
     """Tools an agent calls to manage the user's pinned constraints.
 
     Returns ``[pin_constraint, unpin_constraint, list_pins]``. Failures (pin
@@ -810,23 +811,35 @@ def make_pin_tools(engine: ChatRecall, user_id: str | None = None, session_id: s
     ``config["configurable"]``; one agent then serves every user. Tools built
     for one user refuse a run whose context names another (an error to the
     model; nothing is stored), so a shared agent never writes one user's pin
-    under another's id. ``session_id`` works the same way (``thread_id``
-    too); None pins for the user, in every session.
+    under another's id.
+
+    A pin is a standing constraint: by default (``scope="user"``) it applies
+    in every session of the user, whatever thread the agent ran in.
+    ``scope="session"`` pins for the run's session only (its ``session_id``,
+    else ``thread_id``), or for ``session_id`` when given. ``list_pins``
+    shows the user-wide pins plus the run's session's; ``unpin_constraint``
+    also finds a pin made in another session.
 
     Example:
         >>> agent = create_agent(model, tools=make_pin_tools(cr), middleware=[ChatRecallMiddleware(cr)])  # doctest: +SKIP
         >>> agent.invoke({"messages": [...]}, context={"user_id": "u1"})  # doctest: +SKIP
 
     Raises:
-        InvalidInputError: ``user_id`` or ``session_id`` is given and invalid.
+        InvalidInputError: ``user_id`` or ``session_id`` is given and invalid, or ``scope`` is neither
+            ``"user"`` nor ``"session"``.
     """
     engine = check_engine(engine, "make_pin_tools")
+    if scope not in ("user", "session"):
+        raise InvalidInputError(f"scope={scope!r} is unknown; use 'user' (pins apply in every session, the default) "
+                                "or 'session' (pins of the run's session only)")
     bound_user = None if user_id is None else check_id("user_id", user_id, engine.limits)
     bound_session = None if session_id is None else check_id("session_id", session_id, engine.limits)
 
     def run(command: PinCommand, runtime: Any) -> str:
         try:
             user, session = _pin_tool_ids(engine, runtime, bound_user, bound_session)
+            if command.action == "pin" and scope == "user":
+                session = None  # a standing constraint: every session of the user
             return apply_pin_command(engine, command, user_id=user, session_id=session).message
         except ChatRecallError as exc:
             raise ToolException(str(exc)) from exc

@@ -155,7 +155,8 @@ def apply_pin_command(
             ``list`` shows the global pins plus this session's.
 
     Raises:
-        NotFoundError: ``unpin`` names no pin of the user (the message lists them).
+        NotFoundError: ``unpin`` names no pin of the user (the message lists them). A pin of another
+            session of the user is found too (this session's and the user-wide ones first).
         PinLimitError: ``pin`` would exceed the pin caps.
         InvalidInputError: Bad ids or text.
     """
@@ -173,8 +174,14 @@ def apply_pin_command(
         return PinCommandResult(command, (pin,), f"Pinned: {pin.text!r}")
     current = engine.pins(user_id, session_id)
     target = find_pin(current, arg)
+    if target is None and session_id is not None:
+        # A pin made in another conversation is still the user's: "drop the metric thing" removes it from here too
+        # (a new-user chat pinned in one thread and could not unpin from the next).
+        current = engine.pins(user_id)
+        target = find_pin(current, arg)
     if target is None:
-        known = ", ".join(repr(p.text) for p in current) or "none"
+        known = ", ".join(repr(p.text) + (f" (session {p.session_id!r})" if p.session_id else "")
+                          for p in current) or "none"
         raise NotFoundError(f"no pin of user {user_id!r} matches {arg!r}; current pins: {known}")
     removed = engine.unpin(target.id, user_id=user_id)
     return PinCommandResult(command, (removed,), f"Unpinned: {removed.text!r}")
