@@ -722,7 +722,7 @@ def test_required_words_skip_work() -> None:
     names = {g._pats[i][6] for i in tried}
     assert "personal.question_about_mine" not in names  # no "my", "our", family word, ...
     assert len(tried) < len(anchored._pats) / 2
-    _, _, grp, _ = g._lookup["what"][2]
+    _, _, _, _, grp, _ = g._lookup["what"][2]  # (" what ", skip, group bits, variants, group, rare)
     full = grp.variants[grp.bits][1]
     assert len(grp.variant(mask & grp.bits)[1]) < len(full)
     # a message holding the words tries the pattern; one with non-ASCII letters (which IGNORECASE may match

@@ -185,9 +185,13 @@ class GateConfig:
 # --- the gate --------------------------------------------------------------
 
 _TOKEN = re.compile(r"\w+")
-#: The same words in an ASCII string (\w is [a-zA-Z0-9_] there either way), found faster.
-_ASCII_TOKEN = re.compile(r"\w+", re.ASCII)
 _NON_ASCII_WORD_CHAR = re.compile(r"[^\W\x00-\x7f]")
+#: What makes the words of a lowered message the runs of its non-space chars (see Gate.decide): each non-word
+#: char (``\W``) to one space, by ``bytes.translate`` for an ASCII message, by ``re.sub`` for any other.
+_ASCII_NON_WORD_TO_SPACE = bytes.maketrans(
+    bytes(c for c in range(128) if not re.match(r"\w", chr(c), re.ASCII)),
+    b" " * sum(1 for c in range(128) if not re.match(r"\w", chr(c), re.ASCII)))
+_NON_WORD_CHAR = re.compile(r"\W")
 _UNICODE_ONLY_SPACE = re.compile(r"[\x1c-\x1f]")
 _QUESTION_OPENERS = frozenset(QUESTION_OPENERS)
 _T_MEMORY, _T_CORPUS, _T_NONE = 0, 1, 2
@@ -351,7 +355,7 @@ class _Group:
 
 
 #: What the word pass keeps for a word (see ``Gate.__init__``'s table).
-_WordWork = tuple[int, dict[int, _Variant] | None, _Group | None,
+_WordWork = tuple[str, int, int, dict[int, _Variant] | None, _Group | None,
                   tuple[tuple[tuple[int, int, _Match, _Match], ...], frozenset[int]] | None]
 
 
@@ -552,8 +556,10 @@ class Gate:
             aids = tuple((i, need.get(i, 0), ascii_rx[i].match, pats[i][0].match) for i in at_alone.get(word, ()))
             sids = frozenset(search.get(word, ()))
             # the rarely set parts share one slot, None for most words: one test for both
-            table[word] = (0, None, None, (aids, sids) if aids or sids else None) if grp is None else \
-                (grp.bits, grp.variants, grp, (aids, sids) if aids or sids else None)
+            # " word " finds the word's position in the message (see decide), and len(word) + 1 steps past it
+            pad, skip = f" {word} ", len(word) + 1
+            table[word] = (pad, skip, 0, None, None, (aids, sids) if aids or sids else None) if grp is None else \
+                (pad, skip, grp.bits, grp.variants, grp, (aids, sids) if aids or sids else None)
         self._words = table
         self._first = {k: _Anchored(tuple((i, need.get(i, 0), ascii_rx[i].match, pats[i][0].match) for i in v),
                                     ascii_bit) for k, v in first.items()}
@@ -674,16 +680,23 @@ class Gate:
         # (see the logits below)
         z = 0j
         mask = 0  # bits of the word sets the patterns require that the message's words fill
-        pending: list[tuple[int, _WordWork]] = []  # (position, patterns) of the words that have some
+        pending: list[_WordWork] = []  # the patterns of the words that have some, in the words' order
         nxt = self._start
-        first_word = ""
+        # The words (``\w+``) are the message's runs of word chars once every other char is a space: for an
+        # ASCII message a bytes translate and a split, several times faster than ``finditer`` and a match
+        # object per word. Each char keeps its offset, so a word's position is where " word " occurs in the
+        # padded ``spaced`` (found below for the words that have patterns only).
+        ascii_only = low.isascii()
+        if ascii_only:
+            spaced = low.encode().translate(_ASCII_NON_WORD_TO_SPACE).decode()
+        else:
+            spaced = _NON_WORD_CHAR.sub(" ", low)
+        words = spaced.split()
+        first_word = words[0] if words else ""
+        spaced = f" {spaced} "
         # One pass over the words: the combiner's weights, the mask, and the words that have patterns to try
         # (tried below, once the mask is complete).
-        ascii_only = low.isascii()
-        for tok in (_ASCII_TOKEN if ascii_only else _TOKEN).finditer(low):
-            word = tok[0]
-            if not first_word:
-                first_word = word
+        for word in words:
             e = nxt.get(word)
             if e is None:
                 e = lookup(word, _UNKNOWN)
@@ -691,7 +704,7 @@ class Gate:
             z = z + zp + zw
             mask |= bits
             if work is not None:
-                pending.append((tok.start(), work))
+                pending.append(work)
         for ch, bits in self._char_bits:
             if ch in low:
                 mask |= bits
@@ -719,33 +732,45 @@ class Gate:
                 m = match(low)
                 if m is not None:
                     spans[i] = m.span()
-        for pos, (gbits, variants, grp, rare) in pending:
+        cur = 0  # where the next word's " word " can start in ``spaced``
+        for pad, skip, gbits, variants, grp, rare in pending:
             if variants is not None:
                 key = mask & gbits
                 v = variants.get(key)
                 if v is None:
                     v = grp.variant(key)  # type: ignore[union-attr]  # set with variants
                 rx, pairs = v
-                if rx is None:
-                    for i, match in pairs:  # (id, match) pairs when rx is None
-                        if i not in spans:
-                            m = match(low, pos)
-                            if m is not None:
-                                spans[i] = m.span()
-                else:
-                    m = rx.match(low, pos)
-                    if m is not None:
-                        regs = m.regs
-                        for g, i in pairs:
-                            if regs[g][0] >= 0 and i not in spans:
-                                spans[i] = regs[g]
+                if pairs:  # empty when none of the word's merged patterns can match the message (a third of words)
+                    # The first " word " from ``cur`` on is this word: ``cur`` is past the last word whose
+                    # position was found, and an earlier occurrence of this word after it would have had the
+                    # same patterns to try, so its position found first. (A word without patterns to try needs
+                    # no position: its every occurrence is left out alike.)
+                    pos = spaced.find(pad, cur)
+                    cur = pos + skip
+                    if rx is None:
+                        for i, match in pairs:  # (id, match) pairs when rx is None
+                            if i not in spans:
+                                m = match(low, pos)
+                                if m is not None:
+                                    spans[i] = m.span()
+                    else:
+                        m = rx.match(low, pos)
+                        if m is not None:
+                            regs = m.regs
+                            for g, i in pairs:
+                                if regs[g][0] >= 0 and i not in spans:
+                                    spans[i] = regs[g]
             if rare is not None:
                 aids, sids = rare
-                for i, need, a_match, u_match in aids:
-                    if i not in spans and (mask & need) == need:
-                        m = (a_match if mask & self._ascii_bit else u_match)(low, pos)
-                        if m is not None:
-                            spans[i] = m.span()
+                if aids:
+                    if variants is None or not pairs:  # the position is not found yet (``pairs``: this word's)
+                        pos = spaced.find(pad, cur)
+                        cur = pos + skip
+                    for i, need, a_match, u_match in aids:
+                        if i not in spans and (mask & need) == need:
+                            m = (a_match if mask & self._ascii_bit else u_match)(low, pos)
+                            if m is not None:
+                                spans[i] = m.span()
                 if sids:
                     searched = searched | sids
         for i in searched:
