@@ -750,6 +750,20 @@ def test_bounded_mask_tables_change_no_decision(monkeypatch: pytest.MonkeyPatch)
     assert [g.decide(m) for m in messages] * 2 == [g.decide(m) for m in messages * 2] == expected * 2
 
 
+def test_bounded_reason_cache_changes_no_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past _REASON_CACHE reasons every pattern's table starts again empty: the same decisions, the count bounded.
+    import chatrecall.core._gate as gate_module
+
+    messages = ["Remember that cheese project?", "what did we decide about the venue", "how old is my dog again",
+                "thanks, that worked!", "did I tell you what my sister's name is", "no, I meant the other one"]
+    expected = [_GATE.decide(m) for m in messages]
+    monkeypatch.setattr(gate_module, "_REASON_CACHE", 3)
+    g = Gate()
+    assert [g.decide(m) for m in messages * 2] == expected * 2
+    assert g._n_reasons <= 3
+    assert sum(len(c) for c in g._reasons) <= 3
+
+
 def test_indexed_gate_matches_brute_force_on_examples() -> None:
     cfg = GateConfig()
     for message in (
