@@ -21,9 +21,13 @@ budget): "gold in memories" counts the questions whose injected memories hold th
 needs it ranked above the replaced fact. Same turns, same model: ``dense`` and ``bm25`` top-3 (the size of a
 memory route's lookup) and chatrecall's ranking alone (``rank_memories``, top-3).
 
+``--documents``: every corpus-context document (benchmarks/data/corpus_context and corpus_context_blind: 642
+passages on other subjects) is stored first as shared documents, so each question is asked in a store that holds
+documents: the cost of searching them on memory questions shows as ``passages_per_ask`` and ``tokens_per_ask``.
+
 Usage::
 
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/eval_chats.py [FILES...] [--out PATH]
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/eval_chats.py [FILES...] [--out PATH] [--documents]
 """
 
 from __future__ import annotations
@@ -84,12 +88,22 @@ def run_file(engine: Any, emb: CachingEmbedder, path: Path) -> list[dict[str, An
             "gold_above_stale": _above(mem, gold, stale),
             "lookalike_above_gold": _above(mem, lookalike, gold),
             "memories": len(mem), "tokens": r.tokens_used,
+            "passages": sum(it.source == "corpus" for it in r.items),
             "dense_top3": any(k in gold for k in dense.rank(q, TOP)),
             "bm25_top3": any(k in gold for k in bm25.rank(q, TOP)),
             "ranking_top3": any(k in gold for k in ranked),
         })
         engine.forget(user_id=user)
     return rows
+
+
+def _store_documents(engine: Any) -> None:
+    """Every corpus-context document (development and blind files), shared by every user."""
+    from chatrecall._bench._context import load_context_set
+
+    sets = [load_context_set(p) for d in ("corpus_context", "corpus_context_blind")
+            for p in sorted((ROOT / "benchmarks" / "data" / d).glob("set_*.json"))]
+    engine.add_documents([{"id": f"{cs.name}:{d}", "text": t} for cs in sets for d, t in cs.documents])
 
 
 def _above(ranked: Sequence[str | None], gold: set[str], stale: set[str]) -> bool:
@@ -106,6 +120,7 @@ def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         out[col] = sum(bool(r[col]) for r in rows)
     out["memories_per_ask"] = sum(r["memories"] for r in rows) / n if n else 0.0
     out["tokens_per_ask"] = sum(r["tokens"] for r in rows) / n if n else 0.0
+    out["passages_per_ask"] = sum(r.get("passages", 0) for r in rows) / n if n else 0.0
     out["routed_memory_or_both"] = sum(r["route"] in ("memory", "both") for r in rows)
     return out
 
@@ -114,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path, help="scenario files (default: every file in the data folder)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--documents", action="store_true",
+                    help="store every corpus-context document first (shared), so questions meet documents")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     files = args.files or sorted(DATA.glob("*.jsonl"))
@@ -123,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the engine and the baselines share one model (and its vectors)
         engine, _ = make_chatrecall(emb, path=str(Path(tmp) / "chroma"))
         try:
+            if args.documents:
+                _store_documents(engine)
             for path in files:
                 rows = run_file(engine, emb, path)
                 kinds = sorted({r["kind"] for r in rows})
