@@ -113,6 +113,18 @@ def test_bad_input_names_the_value_and_stores_nothing(cr: ChatRecall, kwargs: di
     assert cr.count("u") == 1
 
 
+def test_chat_roles_in_other_spellings_are_stored_canonical(cr: ChatRecall) -> None:
+    # helper-96 (stop 33): role="Assistant " and role="bot" were stored as given, so the rules for the chatbot's
+    # replies (they keep only the support of the turn they answer) never applied to them.
+    cr.add("Kev quoted 1,240.", user_id="u7", session_id="s", role="Assistant ")
+    cr.add("Noted, the quote is in.", user_id="u7", session_id="s", role="bot")
+    cr.add("the plumber came round", user_id="u7", session_id="s", role="Human")
+    cr.add("Caroline said hi", user_id="u7", session_id="s", role="Caroline")
+    assert [r.role for r in cr.history("u7", "s")] == ["assistant", "assistant", "user", "Caroline"]
+    with pytest.raises(InvalidInputError, match="role"):
+        cr.add("x", user_id="u7", session_id="s", role="   ")
+
+
 def test_a_user_with_no_memories_is_said_so(cr: ChatRecall) -> None:
     # helper-92 (stop 32): a user id with the wrong case found nothing, and no note said why
     cr.add("my cat is called Marmite", user_id="rhiannon", session_id="s")

@@ -18,7 +18,8 @@ from ._config import StoreLimits
 from ._errors import InvalidInputError
 from ._types import Scalar, Strategy, Turn
 
-__all__ = ["check_id", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp", "check_turn"]
+__all__ = ["canonical_role", "check_id", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
+           "check_turn"]
 
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
 #: stored or hashed), so they are refused up front.
@@ -198,9 +199,29 @@ def check_turn(value: Any, limits: StoreLimits) -> Turn:
     check_id("user_id", value.user_id, limits)
     check_id("session_id", value.session_id, limits)
     check_id("role", value.role, limits)
+    role = canonical_role(value.role)
     ts = check_timestamp(value.timestamp)
     md = check_metadata(value.metadata, limits)
-    return dataclasses.replace(value, timestamp=ts, metadata=md)
+    return dataclasses.replace(value, role=role, timestamp=ts, metadata=md)
+
+
+#: Spellings of the two chat roles that frameworks and people use, by their case-folded form: the ranking treats
+#: "assistant" turns as the chatbot's replies, so "Assistant " or "ai" stored as such would lose those rules.
+_ROLE_ALIASES = {"assistant": "assistant", "ai": "assistant", "bot": "assistant", "model": "assistant",
+                 "user": "user", "human": "user"}
+
+
+def canonical_role(role: str) -> str:
+    """``role`` with a chat role's other spellings made canonical ("Assistant ", "ai", "bot", "model" ->
+    "assistant"; "User", "human" -> "user"); any other role (a speaker's name in a transcript) is kept as given,
+    stripped.
+
+    Example:
+        >>> canonical_role("Assistant "), canonical_role("human"), canonical_role("Caroline")
+        ('assistant', 'user', 'Caroline')
+    """
+    stripped = role.strip()
+    return _ROLE_ALIASES.get(stripped.casefold(), stripped)
 
 
 _DOCUMENT_FIELDS = ("text", "id", "title", "metadata")
