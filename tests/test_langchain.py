@@ -194,6 +194,7 @@ def test_retriever_in_an_lcel_chain(cr: ChatRecall) -> None:
     [
         ({"user_id": ""}, "user_id"),
         ({"user_id": 7}, "user_id"),
+        ({}, r"needs user_id: whose memories"),
         ({"user_id": "u1", "k": 0}, "k=0"),
         ({"user_id": "u1", "k": "3"}, "k='3'"),
         ({"user_id": "u1", "k": None}, "k=None"),

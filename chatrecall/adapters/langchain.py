@@ -284,6 +284,9 @@ class ChatRecallRetriever(BaseRetriever):
     def __init__(self, **data: Any) -> None:
         # Checked before pydantic so bad input raises chatrecall errors, not ValidationError.
         engine = check_engine(data.get("engine"), "ChatRecallRetriever")
+        if data.get("user_id") is None:
+            raise InvalidInputError("ChatRecallRetriever needs user_id: whose memories it searches, e.g. "
+                                    "ChatRecallRetriever(engine=cr, user_id='u1') (one retriever per user)")
         check_id("user_id", data.get("user_id"), engine.limits)
         if data.get("session_id") is not None:
             check_id("session_id", data["session_id"], engine.limits)
