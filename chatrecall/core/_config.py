@@ -156,10 +156,12 @@ class RetrievalConfig:
         corpus_probe: A memory-only turn whose small lookup passes the
             usefulness check still searches the documents when there are any
             (the query informed by the memories found); strong passages
-            (``strong_corpus_score``) are kept with the memories. Off by
-            default (its measured cost on memory questions was over the bar
-            set for it: see the README); off, a useful memory skips the
-            corpus unless it lacks a clock time the message asks for.
+            (``strong_corpus_score``) are kept with the memories, and the best
+            passage when it holds a word of the message that no memory found
+            holds ("worktop" in "what's the worktop spec in the kitchen
+            quote?"). On by default since stop 33 (the README gives its gain
+            and its cost); off, a useful memory skips the corpus unless it
+            lacks an answer form the message asks for (a clock time, a price).
         passage_floor: Passage score (0.8 x cosine, + 0.2 for an anchor)
             under which a corpus passage is not injected; it is recorded in
             ``rejected`` with the reason. 0 (default) turns it off.
@@ -192,7 +194,7 @@ class RetrievalConfig:
     corpus_recent_context: bool = CORPUS_RECENT_CONTEXT
     memory_probe: bool = True
     advice_both: bool = True
-    corpus_probe: bool = False
+    corpus_probe: bool = True
     passage_floor: float = 0.0
     passage_share: float = 0.0
 

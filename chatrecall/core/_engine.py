@@ -1032,13 +1032,16 @@ class ChatRecall(_AsyncMixin):
             if plan.probe:
                 self._probe_phase(run, gate)
             if plan.route.wants_corpus or run.phase1 or run.corpus_probe:
+                # the probe of a memory turn asks whether a document bears on the message: the recent turns say
+                # what a follow-up is about, and on a statement they matched the conversation's document instead
+                probe_only = run.corpus_probe and not run.form_gap
                 self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items)
-                                   or plan.follows_up)
+                                   or plan.follows_up, recent=not probe_only)
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
-            self._settle_corpus_probe(run)
+            self._settle_corpus_probe(run, gate)
             if gate.correction:
                 self._drop_ruled_out(run)
         result = self._assemble(run, gate, plan, budget_tokens)
@@ -1048,11 +1051,14 @@ class ChatRecall(_AsyncMixin):
     @staticmethod
     def _remember_documents_turn(run: _Run, result: RetrievalResult) -> None:
         """Whether this turn brought documents (passages were injected, not only searched for), for a correction
-        or a follow-up on the session's next turn."""
+        or a follow-up on the session's next turn. Passages the probe of a memory turn kept beside useful memories
+        do not count (memory answered; "and how many tiers is it now?" after "When's Helen's wedding?" stays a
+        memory turn), unless the memories lacked the answer form the message asked for."""
         st, sid = run.st, run.session_id
         if st is None or sid is None:
             return
-        if any(i.source == "corpus" for i in result.items):
+        probed_only = run.corpus_probe and not run.form_gap
+        if not probed_only and any(i.source == "corpus" for i in result.items):
             st.corpus_last.add(sid)
         else:
             st.corpus_last.discard(sid)
@@ -1330,11 +1336,12 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"degraded: served from the cached index ({st.degraded})")
         return items
 
-    def _corpus_phase(self, run: _Run, *, informed: bool = False) -> None:
+    def _corpus_phase(self, run: _Run, *, informed: bool = False, recent: bool = True) -> None:
         """Search the corpus (shared documents and the user's own); never raises.
 
         ``informed``: the turn searches both (or continues the conversation: ``_Plan.follows_up``), so the
-        conversation informs the corpus query (:meth:`_corpus_query`).
+        conversation informs the corpus query (:meth:`_corpus_query`); ``recent``: the recent window's user turns
+        among what informs it.
         """
         if run.store_down:
             run.notes.append("degraded: corpus search skipped (store unavailable)")
@@ -1346,7 +1353,7 @@ class ChatRecall(_AsyncMixin):
                 run.notes.append("no corpus documents: corpus search skipped")
                 self.metrics.incr("searches_skipped.no_corpus")
             else:
-                qvec, context = self._corpus_query(run) if informed else (run.qvec, "")
+                qvec, context = self._corpus_query(run, recent=recent) if informed else (run.qvec, "")
                 run.corpus_items = self._search_corpus(qvec, run.entities, run.user_id, run.k, context=context)
                 self._drop_weak_passages(run)
                 self.metrics.incr("searches_run.corpus")
@@ -1377,7 +1384,7 @@ class ChatRecall(_AsyncMixin):
         run.rejected.extend(dataclasses.replace(i, why=f"passage score {i.score:.2f} < {cut:.2f} ({rule})")
                             for i in items if i.score < cut)
 
-    def _corpus_query(self, run: _Run) -> tuple[np.ndarray, str]:
+    def _corpus_query(self, run: _Run, *, recent: bool = True) -> tuple[np.ndarray, str]:
         """The corpus query vector of a turn that searches both, or continues the conversation ("and where is
         it held?"): the message's, with what the conversation says about its subject appended.
 
@@ -1394,15 +1401,15 @@ class ChatRecall(_AsyncMixin):
         """
         assert run.qvec is not None
         cfg = self.retrieval_config
-        recent = [i.text for i in run.recent if i.record is not None and i.record.role == "user"] \
-            if cfg.corpus_recent_context else []
+        turns = [i.text for i in run.recent if i.record is not None and i.record.role == "user"] \
+            if cfg.corpus_recent_context and recent else []
         top = run.memory_items[:cfg.corpus_memory_items]
-        if not recent and not top:
+        if not turns and not top:
             return run.qvec, ""
         t = time.perf_counter()
-        qvec = self.embedder.embed_query(" ".join([run.query, *recent, *(i.text for i in top)]))
+        qvec = self.embedder.embed_query(" ".join([run.query, *turns, *(i.text for i in top)]))
         run.timings["embed"] = run.timings.get("embed", 0.0) + (time.perf_counter() - t) * 1e3
-        parts = ([f"{len(recent)} recent turn{'s' if len(recent) > 1 else ''}"] if recent else []) + (
+        parts = ([f"{len(turns)} recent turn{'s' if len(turns) > 1 else ''}"] if turns else []) + (
             [f"its top {len(top)} memor{'y' if len(top) == 1 else 'ies'}"] if top else [])
         run.notes.append("corpus query: the message plus " + " and ".join(parts))
         return qvec, "with memory context"
@@ -1460,10 +1467,12 @@ class ChatRecall(_AsyncMixin):
             run.rejected.extend(dataclasses.replace(i, why=why) for i in items)
         return useful
 
-    def _settle_corpus_probe(self, run: _Run) -> None:
+    def _settle_corpus_probe(self, run: _Run, gate: GateDecision) -> None:
         """A memory turn that searched the documents although its memories were useful keeps the passages that
         state the answer form the memories lacked (a clock time, opening hours, a price...) and, with the probe, the
-        strong ones: the memories answer, a document joins them only when it clearly bears on the question."""
+        strong ones: the memories answer, a document joins them only when it clearly bears on the question. With
+        the probe, the best passage is also kept when it holds a word of the message that no memory kept holds
+        (:meth:`_lacked_words`)."""
         if not run.corpus_probe or not run.corpus_items:
             return
         cfg = self.retrieval_config
@@ -1472,16 +1481,35 @@ class ChatRecall(_AsyncMixin):
             why = "memory useful, passage not strong"
         else:
             why = ("not strong and " if cfg.corpus_probe else "") + f"holds no {_FORM_WORDS[form]}"
+        lacked = self._lacked_words(run, gate) if cfg.corpus_probe else set()
+        best = max(run.corpus_items, key=lambda i: i.score)
         keep = []
         for item in run.corpus_items:
             if (cfg.corpus_probe and item.score >= cfg.strong_corpus_score) \
                     or (form is not None and holds_form(form, item.text)):
                 keep.append(item)
+            elif item is best and (words := sorted(lacked & set(tokenize(item.text)))):
+                keep.append(item)
+                run.notes.append(f"the best passage kept: it holds {', '.join(map(repr, words))} of the message, "
+                                 "which no memory found holds")
             else:
                 run.rejected.append(dataclasses.replace(item, why=why))
         run.corpus_items = keep
         if not keep:
             run.notes.append("no passage kept: memory only")
+
+    @staticmethod
+    def _lacked_words(run: _Run, gate: GateDecision) -> set[str]:
+        """The message's content words (not its trigger or answer-form words) that no memory kept holds: "worktop"
+        in "what's the worktop spec in the kitchen quote?" when memory only holds the plumber's quote (helper-96:
+        the bot's replies about the quote passed the usefulness check and the kitchen quote was skipped)."""
+        content = ChatRecall._content_terms(gate, run.query) - _FORM_TERMS
+        for item in run.memory_items:
+            content -= set(tokenize(item.text))
+        if not content or run.st is None:
+            return content
+        with run.st.lock:  # and the conversation never used it: "work" was said, "worktop" was not
+            return {t for t in content if not run.st.index.holds_term(t)}
 
     @staticmethod
     def _drop_ruled_out(run: _Run) -> None:

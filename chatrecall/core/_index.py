@@ -729,6 +729,10 @@ class UserIndex:
             self._tok[position] = t
         return t
 
+    def holds_term(self, term: str) -> bool:
+        """Whether any indexed turn holds the index term ``term`` (a :func:`tokenize` term)."""
+        return term in self._post
+
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         arr = self._post_np.get(term)
         if arr is None:
