@@ -11,9 +11,11 @@ Example:
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from .core._engine import ChatRecall
+from .core._errors import InvalidInputError
 from .core._fakes import ExactVectorIndex, ExactVectorIndexFactory, HashEmbedder
 from .core._memstore import InMemoryStore
 
@@ -34,8 +36,14 @@ class ManualClock:
         5060.0
 
     Args:
-        t: The time it reads until moved (POSIX seconds). The default,
-            1,700,000,000 (2023-11-14), keeps tests independent of the date.
+        t: The time it reads until moved: POSIX seconds, or a timezone-aware
+            ``datetime`` (``datetime(2026, 3, 2, 9, tzinfo=timezone.utc)``).
+            The default, 1,700,000,000 (2023-11-14), keeps tests independent
+            of the date.
+
+    Raises:
+        InvalidInputError: ``t`` is neither (a naive ``datetime`` says which
+            time zone it would need).
 
     Attributes:
         t: The current time; assign it to jump.
@@ -46,8 +54,17 @@ class ManualClock:
 
     __slots__ = ("t",)
 
-    def __init__(self, t: float = START) -> None:
-        self.t = float(t)
+    def __init__(self, t: float | datetime = START) -> None:
+        if isinstance(t, datetime):
+            if t.tzinfo is None:
+                raise InvalidInputError(f"ManualClock({t!r}): a naive datetime names no time zone; pass "
+                                        "datetime(..., tzinfo=timezone.utc) or POSIX seconds")
+            self.t = t.timestamp()
+        elif isinstance(t, (int, float)) and not isinstance(t, bool):
+            self.t = float(t)
+        else:
+            raise InvalidInputError(f"ManualClock(t={t!r}): t must be POSIX seconds (a number) or a "
+                                    "timezone-aware datetime")
 
     def __call__(self) -> float:
         return self.t

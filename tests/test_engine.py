@@ -742,3 +742,13 @@ def test_why_says_when_a_reply_rides_on_the_question_it_answers(cr: ChatRecall) 
     assert "answers the question before it (+" in reply.why, reply.why
     asked = next(i for i in found if i.text.startswith("what's the wifi"))
     assert "answers the question" not in asked.why
+
+
+def test_manual_clock_takes_seconds_or_an_aware_datetime() -> None:
+    # helper-101 (stop 33): ManualClock(datetime(...)) failed with a bare "float() argument must be ..."
+    start = datetime.datetime(2026, 3, 2, 9, 0, tzinfo=datetime.timezone.utc)
+    assert ManualClock(start)() == start.timestamp() == ManualClock(start.timestamp())()
+    with pytest.raises(InvalidInputError, match="naive datetime"):
+        ManualClock(datetime.datetime(2026, 3, 2, 9, 0))
+    with pytest.raises(InvalidInputError, match="POSIX seconds"):
+        ManualClock("2026-03-02")  # type: ignore[arg-type]

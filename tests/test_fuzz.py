@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from chatrecall import ChatRecall, ChatRecallError, Gate, PinConfig, Turn  # noqa: E402
-from chatrecall.core._types import COLLECTION_CORPUS, COLLECTION_MEMORIES, COLLECTION_PINS  # noqa: E402
+from chatrecall.core._types import COLLECTION_CORPUS, COLLECTION_MEMORIES, COLLECTION_PINS, SHARED_OWNER  # noqa: E402
 from chatrecall.testing import HashEmbedder, InMemoryStore  # noqa: E402
 
 FULL = os.environ.get("CHATRECALL_STRESS") == "full"
@@ -492,7 +492,9 @@ def test_operator_lookalike_metadata_is_refused_and_cannot_widen_a_filter(fake_e
     for uid in ("../seed-alice", "seed-alice/..", "$ne", "*", "seed-alice "):
         cr.add("We use Postgres for billing", user_id=uid, session_id="s")
         res = cr.retrieve("remember Postgres for billing?", user_id=uid, route="memory")
-        assert all(i.record is not None and i.record.user_id == uid for i in res.items)
+        for it in res.items:  # the user's own memories; a passage (the corpus probe) only a shared or own document
+            assert it.record is not None
+            assert it.record.user_id in ((SHARED_OWNER, uid) if it.source == "corpus" else (uid,)), it
     assert cr.count("seed-alice") == 2
 
 

@@ -170,6 +170,12 @@ class _Run:
         ``put``, then ``get``)."""
         return item.record is not None and item.record.text.strip() == self.message.strip()
 
+    @property
+    def probe_only(self) -> bool:
+        """The documents were searched only as the probe of a memory turn whose lookup passed (no answer form
+        lacking): the memories answer; passages join them, they do not make the turn one the documents answered."""
+        return self.corpus_probe and not self.form_gap
+
 
 class ChatRecall(_AsyncMixin):
     """Memory layer between a chatbot's user message and its LLM.
@@ -1034,9 +1040,8 @@ class ChatRecall(_AsyncMixin):
             if plan.route.wants_corpus or run.phase1 or run.corpus_probe:
                 # the probe of a memory turn asks whether a document bears on the message: the recent turns say
                 # what a follow-up is about, and on a statement they matched the conversation's document instead
-                probe_only = run.corpus_probe and not run.form_gap
                 self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items)
-                                   or plan.follows_up, recent=not probe_only)
+                                   or plan.follows_up, recent=not run.probe_only)
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
@@ -1057,8 +1062,7 @@ class ChatRecall(_AsyncMixin):
         st, sid = run.st, run.session_id
         if st is None or sid is None:
             return
-        probed_only = run.corpus_probe and not run.form_gap
-        if not probed_only and any(i.source == "corpus" for i in result.items):
+        if not run.probe_only and any(i.source == "corpus" for i in result.items):
             st.corpus_last.add(sid)
         else:
             st.corpus_last.discard(sid)
@@ -1491,7 +1495,7 @@ class ChatRecall(_AsyncMixin):
             elif item is best and (words := sorted(lacked & set(tokenize(item.text)))):
                 keep.append(item)
                 run.notes.append(f"the best passage kept: it holds {', '.join(map(repr, words))} of the message, "
-                                 "which no memory found holds")
+                                 "which neither the memories found nor the conversation holds")
             else:
                 run.rejected.append(dataclasses.replace(item, why=why))
         run.corpus_items = keep
@@ -1500,9 +1504,10 @@ class ChatRecall(_AsyncMixin):
 
     @staticmethod
     def _lacked_words(run: _Run, gate: GateDecision) -> set[str]:
-        """The message's content words (not its trigger or answer-form words) that no memory kept holds: "worktop"
-        in "what's the worktop spec in the kitchen quote?" when memory only holds the plumber's quote (helper-96:
-        the bot's replies about the quote passed the usefulness check and the kitchen quote was skipped)."""
+        """The message's content words (not its trigger or answer-form words) that no memory kept holds and the
+        conversation never used: "worktop" in "what's the worktop spec in the kitchen quote?" when memory only holds
+        the plumber's quote (helper-96: the bot's replies about the quote passed the usefulness check and the
+        kitchen quote was skipped); not "work" in "when does Tom start work?", said before."""
         content = ChatRecall._content_terms(gate, run.query) - _FORM_TERMS
         for item in run.memory_items:
             content -= set(tokenize(item.text))
