@@ -103,7 +103,7 @@ def _store_documents(engine: Any) -> None:
 
     sets = [load_context_set(p) for d in ("corpus_context", "corpus_context_blind")
             for p in sorted((ROOT / "benchmarks" / "data" / d).glob("set_*.json"))]
-    engine.add_documents([{"id": f"{cs.name}:{d}", "text": t} for cs in sets for d, t in cs.documents])
+    engine.add_documents([row for cs in sets for row in cs.document_rows()])
 
 
 def _above(ranked: Sequence[str | None], gold: set[str], stale: set[str]) -> bool:

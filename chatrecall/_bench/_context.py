@@ -68,6 +68,10 @@ class ContextSet:
     documents: tuple[tuple[str, str], ...]  # (id, text)
     scenarios: tuple[ContextScenario, ...]
 
+    def document_rows(self) -> list[dict[str, str]]:
+        """The set's documents as ``add_documents`` takes them, ids prefixed by the set's name."""
+        return [{"id": f"{self.name}:{d}", "text": t} for d, t in self.documents]
+
 
 def load_context_set(path: str | Path) -> ContextSet:
     """Read one data file (see the module docstring); checks gold ids exist.
@@ -146,7 +150,7 @@ class ContextHarness:
 
     def _store_set(self, cs: ContextSet) -> None:
         """Documents (shared by every user of the set, ids prefixed by the set) and each user's sessions."""
-        self.engine.add_documents([{"id": f"{cs.name}:{d}", "text": t} for d, t in cs.documents])
+        self.engine.add_documents(cs.document_rows())
         turns = []
         for sc in cs.scenarios:
             start = self._now - (len(sc.sessions) + 1) * 7 * _DAY

@@ -86,6 +86,7 @@ from chatrecall.core import (  # noqa: E402
     apply_pin_command,
     check_id,
     check_k,
+    check_pin_scope,
     check_strategy,
     parse_pin_command,
 )
@@ -832,18 +833,14 @@ def make_pin_tools(engine: ChatRecall, user_id: str | None = None, session_id: s
             ``"user"`` nor ``"session"``.
     """
     engine = check_engine(engine, "make_pin_tools")
-    if scope not in ("user", "session"):
-        raise InvalidInputError(f"scope={scope!r} is unknown; use 'user' (pins apply in every session, the default) "
-                                "or 'session' (pins of the run's session only)")
+    scope = check_pin_scope(scope)
     bound_user = None if user_id is None else check_id("user_id", user_id, engine.limits)
     bound_session = None if session_id is None else check_id("session_id", session_id, engine.limits)
 
     def run(command: PinCommand, runtime: Any) -> str:
         try:
             user, session = _pin_tool_ids(engine, runtime, bound_user, bound_session)
-            if command.action == "pin" and scope == "user":
-                session = None  # a standing constraint: every session of the user
-            return apply_pin_command(engine, command, user_id=user, session_id=session).message
+            return apply_pin_command(engine, command, user_id=user, session_id=session, scope=scope).message
         except ChatRecallError as exc:
             raise ToolException(str(exc)) from exc
 

@@ -3,7 +3,7 @@
 from ._batch import Batch
 from ._budget import Selection, budget_for, select_items
 from ._classifier import classify_query
-from ._commands import PinCommand, PinCommandResult, apply_pin_command, find_pin, parse_pin_command
+from ._commands import PinCommand, PinCommandResult, apply_pin_command, check_pin_scope, find_pin, parse_pin_command
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits
 from ._engine import ChatRecall
 from ._entities import RegexEntityExtractor, fold_key
@@ -100,6 +100,7 @@ __all__ = [
     "budget_for",
     "check_id",
     "check_k",
+    "check_pin_scope",
     "check_strategy",
     "classify_query",
     "find_pin",

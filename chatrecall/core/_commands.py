@@ -24,7 +24,7 @@ from typing import Any, Literal
 from ._errors import InvalidInputError, NotFoundError
 from ._types import Pin
 
-__all__ = ["PinCommand", "PinCommandResult", "apply_pin_command", "find_pin", "parse_pin_command"]
+__all__ = ["PinCommand", "PinCommandResult", "apply_pin_command", "check_pin_scope", "find_pin", "parse_pin_command"]
 
 PinAction = Literal["pin", "unpin", "list"]
 
@@ -136,8 +136,20 @@ def find_pin(pins: Sequence[Pin], target: str) -> Pin | None:
     return partial[0] if len(partial) == 1 else None
 
 
+def check_pin_scope(scope: Any) -> str:
+    """``scope`` of :func:`apply_pin_command`, checked.
+
+    Raises:
+        InvalidInputError: ``scope`` is neither ``"session"`` nor ``"user"``.
+    """
+    if scope not in ("session", "user"):
+        raise InvalidInputError(f"scope={scope!r} is unknown; use 'user' (a pin applies in every session of the "
+                                "user) or 'session' (a pin of this session only)")
+    return str(scope)
+
+
 def apply_pin_command(
-    engine: Any, command: PinCommand, *, user_id: str, session_id: str | None = None
+    engine: Any, command: PinCommand, *, user_id: str, session_id: str | None = None, scope: str = "session"
 ) -> PinCommandResult:
     """Apply a parsed command to a :class:`~chatrecall.ChatRecall` engine.
 
@@ -153,15 +165,20 @@ def apply_pin_command(
         user_id: Whose pins.
         session_id: Pin to this session only (None: every session of the user).
             ``list`` shows the global pins plus this session's.
+        scope: ``"user"``: ``pin`` applies in every session of the user even
+            when ``session_id`` is given (a standing constraint said in one
+            conversation); ``list`` and ``unpin`` still see ``session_id``'s
+            pins. ``"session"`` (default): as ``session_id`` says.
 
     Raises:
         NotFoundError: ``unpin`` names no pin of the user (the message lists them). A pin of another
             session of the user is found too (this session's and the user-wide ones first).
         PinLimitError: ``pin`` would exceed the pin caps.
-        InvalidInputError: Bad ids or text.
+        InvalidInputError: Bad ids, text or ``scope``.
     """
     if not isinstance(command, PinCommand):
         raise InvalidInputError(f"command must be a PinCommand, got {type(command).__name__}")
+    scope = check_pin_scope(scope)
     if command.action == "list":
         pins = tuple(engine.pins(user_id, session_id))
         if not pins:
@@ -170,7 +187,7 @@ def apply_pin_command(
         return PinCommandResult(command, pins, f"{len(pins)} pinned constraint(s):\n{lines}")
     arg = command.argument or ""
     if command.action == "pin":
-        pin = engine.pin(arg, user_id=user_id, session_id=session_id)
+        pin = engine.pin(arg, user_id=user_id, session_id=None if scope == "user" else session_id)
         return PinCommandResult(command, (pin,), f"Pinned: {pin.text!r}")
     current = engine.pins(user_id, session_id)
     target = find_pin(current, arg)

@@ -1485,17 +1485,17 @@ class ChatRecall(_AsyncMixin):
             why = "memory useful, passage not strong"
         else:
             why = ("not strong and " if cfg.corpus_probe else "") + f"holds no {_FORM_WORDS[form]}"
-        lacked = self._lacked_words(run, gate) if cfg.corpus_probe else set()
         best = max(run.corpus_items, key=lambda i: i.score)
         keep = []
         for item in run.corpus_items:
             if (cfg.corpus_probe and item.score >= cfg.strong_corpus_score) \
                     or (form is not None and holds_form(form, item.text)):
                 keep.append(item)
-            elif item is best and (words := sorted(lacked & set(tokenize(item.text)))):
+            elif cfg.corpus_probe and item is best \
+                    and (words := sorted(self._lacked_words(run, gate) & set(tokenize(item.text)))):
                 keep.append(item)
                 run.notes.append(f"the best passage kept: it holds {', '.join(map(repr, words))} of the message, "
-                                 "which neither the memories found nor the conversation holds")
+                                 "which the conversation never used")
             else:
                 run.rejected.append(dataclasses.replace(item, why=why))
         run.corpus_items = keep
@@ -1504,16 +1504,14 @@ class ChatRecall(_AsyncMixin):
 
     @staticmethod
     def _lacked_words(run: _Run, gate: GateDecision) -> set[str]:
-        """The message's content words (not its trigger or answer-form words) that no memory kept holds and the
-        conversation never used: "worktop" in "what's the worktop spec in the kitchen quote?" when memory only holds
-        the plumber's quote (helper-96: the bot's replies about the quote passed the usefulness check and the
-        kitchen quote was skipped); not "work" in "when does Tom start work?", said before."""
+        """The message's content words (not its trigger or answer-form words) that the conversation never used, so
+        no memory found holds them either: "worktop" in "what's the worktop spec in the kitchen quote?" when memory
+        only holds the plumber's quote (helper-96: the bot's replies about the quote passed the usefulness check and
+        the kitchen quote was skipped); not "work" in "when does Tom start work?", said before."""
         content = ChatRecall._content_terms(gate, run.query) - _FORM_TERMS
-        for item in run.memory_items:
-            content -= set(tokenize(item.text))
         if not content or run.st is None:
             return content
-        with run.st.lock:  # and the conversation never used it: "work" was said, "worktop" was not
+        with run.st.lock:
             return {t for t in content if not run.st.index.holds_term(t)}
 
     @staticmethod
