@@ -148,6 +148,12 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     # instead (sets 43 and 44; read only through that run's aggregate figures)
     "blind5": (_REPO / "benchmarks" / "data" / "gate_messages_blind43.jsonl",
                _REPO / "benchmarks" / "data" / "gate_messages_blind44.jsonl"),
+    # two more independent writers (helpers who read no file of the project), asked for the four routes in
+    # realistic proportions with hard look-alikes (personal questions in general words beside their general
+    # twins, idiomatic "my", "Actually ..." / "Update: ..." statements, news with a general question), one on
+    # everyday life, one on work and study; committed before any run on them, never tuned on (sets 45 and 46)
+    "blind6": (_REPO / "benchmarks" / "data" / "gate_messages_blind45.jsonl",
+               _REPO / "benchmarks" / "data" / "gate_messages_blind46.jsonl"),
     # the 80 questions of the corpus-context benchmark (benchmarks/data/corpus_context: two writers who saw
     # no code), each about the user's own situation and needing a document, so labelled "both" (kind
     # "mixed"); scored as they were written; never tuned on
