@@ -125,6 +125,21 @@ def test_chat_roles_in_other_spellings_are_stored_canonical(cr: ChatRecall) -> N
         cr.add("x", user_id="u7", session_id="s", role="   ")
 
 
+@pytest.mark.parametrize("typo, fix", [("assitant", "assistant"), ("Asistant", "assistant"), ("asssistant", "assistant"),
+                                        ("usr", "user"), ("uesr", "user"), ("sytem", "system")])
+def test_a_misspelt_chat_role_is_refused_naming_the_fix(cr: ChatRecall, typo: str, fix: str) -> None:
+    # helper-101 (stop 33): role="assitant" was stored as a new role, silently, so the bot's replies under it lost
+    # the assistant rules. A role one or two edits from a chat role is refused and names it; names are kept.
+    cr.add("keep me", user_id="u8", session_id="s")
+    with pytest.raises(InvalidInputError, match=f"'{fix}'") as exc:
+        cr.add("Noted, the quote is in.", user_id="u8", session_id="s", role=typo)
+    assert repr(typo) in str(exc.value)
+    assert cr.count("u8") == 1
+    for name in ("Sam", "Ursa", "Assia", "Susan", "Usha", "Melanie", "system"):
+        cr.add(f"{name} says hi", user_id="u8", session_id="s", role=name)
+    assert [r.role for r in cr.history("u8", "s")][1:] == ["Sam", "Ursa", "Assia", "Susan", "Usha", "Melanie", "system"]
+
+
 def test_a_user_with_no_memories_is_said_so(cr: ChatRecall) -> None:
     # helper-92 (stop 32): a user id with the wrong case found nothing, and no note said why
     cr.add("my cat is called Marmite", user_id="rhiannon", session_id="s")

@@ -200,6 +200,7 @@ def check_turn(value: Any, limits: StoreLimits) -> Turn:
     check_id("session_id", value.session_id, limits)
     check_id("role", value.role, limits)
     role = canonical_role(value.role)
+    _check_role_spelling(role)
     ts = check_timestamp(value.timestamp)
     md = check_metadata(value.metadata, limits)
     return dataclasses.replace(value, role=role, timestamp=ts, metadata=md)
@@ -222,6 +223,39 @@ def canonical_role(role: str) -> str:
     """
     stripped = role.strip()
     return _ROLE_ALIASES.get(stripped.casefold(), stripped)
+
+
+#: The chat roles a misspelling is checked against, with the edits allowed: one for the short ones ("usr", "uesr"),
+#: two for "assistant" ("assitant", "asisstant"); a speaker's name is rarely that close to one.
+_ROLE_NEAR = (("assistant", 2), ("user", 1), ("system", 1))
+
+
+def _edits(a: str, b: str, cap: int) -> int:
+    """Optimal-string-alignment distance of ``a`` and ``b`` (a swap of neighbours is one edit), or ``cap + 1``
+    when it is over ``cap``."""
+    if abs(len(a) - len(b)) > cap:
+        return cap + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return min(prev[-1], cap + 1)
+
+
+def _check_role_spelling(role: str) -> None:
+    """Refuse a role one or two edits from a chat role ("assitant"): stored as given it would be a new speaker, and
+    the bot's replies under it would lose the rules for the assistant's turns."""
+    folded = role.casefold()
+    for known, cap in _ROLE_NEAR:
+        if folded != known and _edits(folded, known, cap) <= cap:
+            raise InvalidInputError(
+                f"role {role!r} looks like a misspelt {known!r}: pass role={known!r} (a speaker's name is kept as "
+                f"given, but this one is too close to a chat role to be taken as one)")
 
 
 _DOCUMENT_FIELDS = ("text", "id", "title", "metadata")
