@@ -238,7 +238,14 @@ def test_turns_that_show_an_error(text: str, shows: bool) -> None:
 
 
 @pytest.mark.parametrize(("text", "bare"), [("hiya!", True), ("yo, brb", True), ("gotcha, cheers", True),
-                                           ("this evening", False), ("hiya, the boiler is leaking again", False)])
+                                           ("this evening", False), ("hiya, the boiler is leaking again", False),
+                                           # helper-96 / helper-101 (stop 33): injected as memories on "both" turns
+                                           ("nice one", True), ("ok cool, night", True), ("great stuff, ta", True),
+                                           ("brilliant, night night", True), ("no worries", True), ("love it!", True),
+                                           ("legend", True), ("I can't sleep", False), ("nothing works", False),
+                                           ("nice one, the tiling was 840", False), ("one more question", False),
+                                           ("it works with the dishwasher", False), ("I love Biscuit", False),
+                                           ("night shift again tomorrow", False), ("the stuff in the loft", False)])
 def test_greetings_and_reactions_are_bare(text: str, bare: bool) -> None:
     from chatrecall.core._index import _is_bare
 
