@@ -140,6 +140,24 @@ def test_a_misspelt_chat_role_is_refused_naming_the_fix(cr: ChatRecall, typo: st
     assert [r.role for r in cr.history("u8", "s")][1:] == ["Sam", "Ursa", "Assia", "Susan", "Usha", "Melanie", "system"]
 
 
+def test_exclude_ids_leaves_turns_out_of_the_search_and_keeps_k(cr: ChatRecall) -> None:
+    # stop 33's note: the LlamaIndex retriever dropped what its chat history showed after the search, so a turn
+    # holding k memories injected fewer. The caller's shown turns are left out of the search itself.
+    for i in range(8):
+        cr.add(f"gym note {i}: my gym locker code was {4410 + i} that week", user_id="g", session_id="s1")
+    q = "what's my gym locker code?"
+    full = cr.retrieve(q, user_id="g", k=3, route="memory")
+    assert len(full.items) == 3
+    shown = frozenset(it.id for it in full.items[:2])
+    res = cr.retrieve(q, user_id="g", k=3, route="memory", exclude_ids=shown | {"no-such-id"})
+    assert len(res.items) == 3 and not shown & {it.id for it in res.items}, res.explain()
+    assert any("left out: the caller shows them" in n for n in res.notes), res.notes
+    with pytest.raises(InvalidInputError, match="exclude_ids"):
+        cr.retrieve(q, user_id="g", exclude_ids="abc")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="exclude_ids"):
+        cr.retrieve(q, user_id="g", exclude_ids=[1, 2])  # type: ignore[list-item]
+
+
 def test_a_user_with_no_memories_is_said_so(cr: ChatRecall) -> None:
     # helper-92 (stop 32): a user id with the wrong case found nothing, and no note said why
     cr.add("my cat is called Marmite", user_id="rhiannon", session_id="s")

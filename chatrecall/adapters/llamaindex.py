@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import datetime as _dt
 import threading
 from collections.abc import Mapping, Sequence
@@ -324,11 +323,10 @@ class ChatRecallRetriever(BaseRetriever):
             k=self.k,
             strategy=self.strategy,
             budget_tokens=self.budget_tokens,
+            # what the chat history already shows is not searched for again (k is filled from the rest)
+            exclude_ids=self.history.shown_ids if self.history is not None else (),
         )
         self._last = result
-        shown = self.history.shown_ids if self.history is not None else frozenset()
-        if shown:  # what the chat history already shows is not repeated
-            result = dataclasses.replace(result, items=tuple(it for it in result.items if it.id not in shown))
         if self.as_context:
             return [result_to_context_node(result, include_pins=self.include_pins)]
         return result_to_nodes(result, include_pins=self.include_pins)

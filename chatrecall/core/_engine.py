@@ -11,7 +11,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -147,6 +147,8 @@ class _Run:
     pins: list[Pin] = dataclasses.field(default_factory=list)
     recent: tuple[ScoredItem, ...] = ()
     inject_recent: bool = True
+    #: Record ids the caller's own history shows (``retrieve(exclude_ids=...)``): left out of the memory search.
+    shown: frozenset[str] = frozenset()
     entities: list[Entity] = dataclasses.field(default_factory=list)
     qvec: np.ndarray | None = None
     search: _Search | None = None
@@ -718,6 +720,14 @@ class ChatRecall(_AsyncMixin):
         res = self._search_memory(query, qvec, ents, user_id, strategy=strat, k=k, session_id=session_id)
         return res.items
 
+    @staticmethod
+    def _check_exclude_ids(ids: Any) -> frozenset[str]:
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Collection) \
+                or not all(isinstance(i, str) for i in ids):
+            raise InvalidInputError(f"exclude_ids={ids!r} is invalid: pass a collection of record ids (str), "
+                                    f"e.g. a set of ScoredItem.id")
+        return frozenset(ids)
+
     def _check_k(self, k: Any) -> int:
         checked = check_k(k)
         return self.retrieval_config.top_k if checked is None else checked
@@ -961,6 +971,7 @@ class ChatRecall(_AsyncMixin):
         route: Route | str | None = None,
         budget_tokens: int | None = None,
         include_recent: bool = True,
+        exclude_ids: Collection[str] = (),
     ) -> RetrievalResult:
         """Decide whether and where to search for ``message``, search, and budget.
 
@@ -990,6 +1001,11 @@ class ChatRecall(_AsyncMixin):
                 agent with a checkpointer): the window's turns are then still
                 left out of the memory search, and still inform a correction
                 and the corpus query, but are not put into the context twice.
+            exclude_ids: Record ids the memory search leaves out, as it does
+                the recent window: turns the caller's own history already
+                shows (LlamaIndex ``ChatRecallRetriever(history=...)``), so
+                they are not injected twice and ``k`` is filled from the
+                rest. Unknown ids are ignored.
 
         Backend failures never raise here: the result reports a degraded
         route in ``notes`` and carries whatever could be retrieved; a user
@@ -1014,8 +1030,9 @@ class ChatRecall(_AsyncMixin):
         if budget_tokens is not None and (isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int)
                                           or budget_tokens < 0):
             raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
+        shown = self._check_exclude_ids(exclude_ids)
         run = _Run(message=message, user_id=user_id, session_id=session_id, k=k, explicit_k=explicit_k,
-                   strategy=strat, t_start=t_start, now=self._clock())
+                   strategy=strat, t_start=t_start, now=self._clock(), shown=shown)
         return self._retrieve(run, route, budget_tokens, include_recent)
 
     def _retrieve(self, run: _Run, forced: Route | None, budget_tokens: int | None,
@@ -1049,9 +1066,22 @@ class ChatRecall(_AsyncMixin):
             self._settle_corpus_probe(run, gate)
             if gate.correction:
                 self._drop_ruled_out(run)
+            if run.shown:
+                self._note_shown(run)
         result = self._assemble(run, gate, plan, budget_tokens)
         self._remember_documents_turn(run, result)
         return result
+
+    @staticmethod
+    def _note_shown(run: _Run) -> None:
+        """Say how many stored turns the memory search left out because the caller's history shows them."""
+        if run.search is None or run.st is None:
+            return
+        with run.st.lock:
+            n = sum(i in run.st.index.pos for i in run.shown)
+        if n:
+            run.notes.append(f"{n} stored turn{'s' if n != 1 else ''} left out: the caller shows them "
+                             f"(exclude_ids)")
 
     @staticmethod
     def _remember_documents_turn(run: _Run, result: RetrievalResult) -> None:
@@ -1303,7 +1333,7 @@ class ChatRecall(_AsyncMixin):
 
     def _run_memory_search(self, run: _Run, k: int, *, timeout_ms: float | None) -> list[ScoredItem]:
         """One memory search (on the phase-1 pool when it has a time budget); never raises."""
-        exclude = frozenset(r.id for r in run.recent)
+        exclude = frozenset(r.id for r in run.recent) | run.shown
         assert run.qvec is not None
         t = time.perf_counter()
         items: list[ScoredItem] = []
