@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -591,6 +592,12 @@ def test_metrics_snapshot(cr: ChatRecall, clock: ManualClock) -> None:
     assert snap["histograms"]["latency_ms.total"]["p95"] >= snap["histograms"]["latency_ms.total"]["p50"]
     assert snap["per_conversation"]["alice/s1"]["turns"] == 3
     assert sum(v["turns"] for v in snap["per_day"].values()) == 3
+    # helper-103 (stop 34): the days were the wall clock's, not the engine's clock (a replay over weeks was one day)
+    day = time.strftime("%Y-%m-%d", time.gmtime(clock.t))
+    assert snap["per_day"][day]["turns"] == 3, snap["per_day"]
+    clock.advance(86400)
+    cr.retrieve("hi", user_id="alice", session_id="s1")
+    assert snap["per_day"].keys() < cr.stats()["per_day"].keys()
 
 
 def test_threads_do_not_mix_users(clock: ManualClock, make_engine: MakeEngine) -> None:

@@ -276,8 +276,8 @@ class ChatRecall(_AsyncMixin):
         self.budget_config = as_config("budget", budget, BudgetConfig, "BudgetConfig(max_tokens=800)")
         self.pin_config = as_config("pins", pins, PinConfig, "PinConfig(max_pins=5)")
         self.limits = as_config("limits", limits, StoreLimits, "StoreLimits(max_text_chars=50_000)")
-        self.metrics = Metrics()
         self._clock = clock
+        self.metrics = Metrics(clock=clock)
         self._max_users = max_cached_users
         self._sync_interval = sync_interval_s
         self._users: OrderedDict[str, _UserState] = OrderedDict()

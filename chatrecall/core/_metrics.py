@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import threading
+import time
 from collections import Counter, OrderedDict, deque
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,10 @@ class Metrics:
         1
     """
 
-    def __init__(self, *, window: int = 10_000, max_conversations: int = 1_000, max_days: int = 400) -> None:
+    def __init__(self, *, window: int = 10_000, max_conversations: int = 1_000, max_days: int = 400,
+                 clock: Callable[[], float] = time.time) -> None:
         self._lock = threading.Lock()
+        self._clock = clock  # the engine's clock: a replay over weeks (ManualClock) has its days
         self._window = window
         self._counters: Counter[str] = Counter()
         self._hist: dict[str, deque[float]] = {}
@@ -45,7 +48,7 @@ class Metrics:
 
     def turn(self, conversation: str, **fields: int) -> None:
         """Record per-conversation and per-day figures for one turn."""
-        day = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+        day = time.strftime("%Y-%m-%d", time.gmtime(self._clock()))
         with self._lock:
             for table, key, cap in ((self._conv, conversation, self._max_conv), (self._days, day, self._max_days)):
                 c = table.get(key)
@@ -58,7 +61,8 @@ class Metrics:
                     table.popitem(last=False)
 
     def snapshot(self) -> dict[str, Any]:
-        """Counters, histogram summaries (count, mean, p50, p95, max), per conversation and day."""
+        """Counters, histogram summaries (count, mean, p50, p95, max), per conversation and per day (UTC, by
+        the clock given: the engine's)."""
         with self._lock:
             hist = {}
             for name, values in self._hist.items():
