@@ -65,6 +65,7 @@ from ._regex_index import MODE_AT as _MODE_AT
 from ._regex_index import MODE_SEARCH as _MODE_SEARCH
 from ._regex_index import analyse as _analyse
 from ._regex_index import ascii_safe as _ascii_safe
+from ._regex_index import closed_words as _closed_words
 from ._regex_index import needs_ignorecase as _needs_ignorecase
 from ._regex_index import required_chars as _required_chars
 from ._regex_index import required_words as _required_words
@@ -237,6 +238,9 @@ _SET = tuple(GateDecision.__dict__[f].__set__ for f in _DECISION_FIELDS)
 (_set_route, _set_confidence, _set_memory_score, _set_corpus_score, _set_reasons, _set_correction,
  _set_memory_probability, _set_corpus_probability, _set_rule) = _SET
 _new = object.__new__
+#: The routes as module globals: ``Route.MEMORY`` is an attribute of an Enum class, about 0.14 us a load on
+#: CPython 3.11 against 0.02 for a global.
+_NONE, _MEMORY, _CORPUS, _BOTH = Route.NONE, Route.MEMORY, Route.CORPUS, Route.BOTH
 
 
 def _decision(route: Route, confidence: float, memory_score: float, corpus_score: float,
@@ -366,36 +370,37 @@ _WordWork = tuple[str, int, int, dict[int, _Variant] | None, _Group | None,
 
 
 #: A word's entry on the hot path (see ``Gate.__init__``) and the pairs it starts.
-_Entry = tuple[complex, "_Pairs", "_WordWork | None", int, complex]
+_Entry = tuple[float, "_Pairs", "_WordWork | None", int, float, float, float]
 _Pairs = dict[str, _Entry]
 #: The pairs of a word that starts none (shared, never filled) and the entry of a word the gate does not know.
 _NO_PAIRS: _Pairs = {}
-_UNKNOWN: _Entry = (0j, _NO_PAIRS, None, 0, 0j)
+_UNKNOWN: _Entry = (0.0, _NO_PAIRS, None, 0, 0.0, 0.0, 0.0)
 
 
 class _Anchored:
     """The anchored patterns of one first word, and which of them to try by the message's mask.
 
     ``runs`` maps the mask restricted to ``bits`` to the (id, match) of the patterns whose required bits
-    it holds, filled on first use (plain tuples, nothing to compile; ``_MAX_MASKS`` bounds it), so the
-    gate loops over the patterns it tries only.
+    it holds and whose outside bit it lacks (see ``Gate.__init__``: a whole-message pattern whose words
+    the message does not all hold), filled on first use (plain tuples, nothing to compile; ``_MAX_MASKS``
+    bounds it), so the gate loops over the patterns it tries only.
     """
 
     __slots__ = ("bits", "runs", "_pats", "_ascii_bit")
 
-    def __init__(self, pats: tuple[tuple[int, int, _Match, _Match], ...], ascii_bit: int) -> None:
-        self._pats = pats  # (id, required bits, ASCII match, match)
+    def __init__(self, pats: tuple[tuple[int, int, int, _Match, _Match], ...], ascii_bit: int) -> None:
+        self._pats = pats  # (id, required bits, outside bit or 0, ASCII match, match)
         self._ascii_bit = ascii_bit
         bits = ascii_bit  # the key also says which regexes to run (see Gate._ascii_bit)
-        for _, n, _, _ in pats:
-            bits |= n
+        for _, n, out, _, _ in pats:
+            bits |= n | out
         self.bits = bits
         self.runs: dict[int, tuple[tuple[int, _Match], ...]] = {}
 
     def run(self, key: int) -> tuple[tuple[int, _Match], ...]:
         """The (id, match) of the patterns whose required bits are all in ``key``."""
         ascii = key & self._ascii_bit != 0
-        r = tuple((i, a if ascii else u) for i, n, a, u in self._pats if key & n == n)
+        r = tuple((i, a if ascii else u) for i, n, out, a, u in self._pats if key & n == n and not key & out)
         if len(self.runs) >= _MAX_MASKS:
             self.runs.clear()
         self.runs[key] = r
@@ -423,7 +428,7 @@ class Gate:
                  "_slope", "_bm", "_unless", "_unless_ids", "_router", "_tables", "_pm_logit", "_pc_logit", "_lookup",
                  "_question_floor",
                  "_start", "_by_index", "_qmark", "_lin", "_char_bits", "_ascii_bit", "_unless_ascii",
-                 "_fallback_ascii", "_n_reasons")
+                 "_fallback_ascii", "_n_reasons", "_unknown", "_wide_mask")
 
     def __init__(self, config: GateConfig | None = None) -> None:
         if config is None:
@@ -438,6 +443,7 @@ class Gate:
         first: dict[str, list[int]] = {}
         required: dict[int, list[frozenset[str]]] = {}  # indexed pattern -> word sets every match holds
         required_chars: dict[int, tuple[frozenset[str], ...]] = {}  # and punctuation sets
+        closed: dict[int, frozenset[str]] = {}  # anchored whole-message pattern -> every word it can match
         ascii_rx: list[re.Pattern[str]] = []  # each pattern compiled with re.ASCII, or itself if not safe
         at_alone: dict[str, list[int]] = {}
         search: dict[str, list[int]] = {"": []}
@@ -482,6 +488,9 @@ class Gate:
                     # anchored (^): tried on its own when the first word fits (one match call each; merged into
                     # a regex of lookaheads per first word they cost more: p50 33 -> 25 us in an interleaved A/B)
                     index = first
+                    vocab = _closed_words(pat.regex, flags)
+                    if vocab is not None:
+                        closed[i] = vocab
                 # Sets holding every first word hold the word the pattern is tried at: they rule out nothing.
                 # Non-ASCII words are dropped: IGNORECASE lets "s" match "\u017f", which lowering keeps.
                 required[i] = [ws for ws in _required_words(pat.regex, flags)
@@ -510,12 +519,26 @@ class Gate:
         # is a bit too, set when the message holds a char of it (one ``in`` per char after the word pass,
         # about 0.25 us; on the labelled messages it skips 1.4 of the 6.5 match calls a message made).
         char_bits: dict[str, int] = {}
+        # An anchored pattern that must match the whole message (``^...$``) and whose every word comes from
+        # the regex (``_regex_index.closed_words``: "thanks, see you", "why not?") cannot match a message
+        # holding any other word. Such a pattern has an outside bit, which every word outside its set sets
+        # (a word the gate does not know too: ``_unknown``), and is tried only when the mask lacks it. On
+        # the labelled messages it skips 0.9 of the 2.8 anchored calls a message made (1.7 of which missed).
+        # These bits come right after bit 0: most words carry them all, and they stay small.
+        outside_bit = {i: 2 << k for k, i in enumerate(sorted(closed))}
+        all_outside = 0
+        inside: dict[str, int] = {}  # word -> the outside bits it does not set
+        for i, bit in outside_bit.items():
+            all_outside |= bit
+            for word in closed[i]:
+                inside[word] = inside.get(word, 0) | bit
+        n_outside = len(outside_bit)
 
         def bit_of(members: frozenset[str], bits_of: dict[str, int]) -> int:
             """The bit of a required set (a new one the first time), recorded for each of its members."""
             bit = set_bit.get(members)
             if bit is None:
-                bit = set_bit[members] = 2 << len(set_bit)
+                bit = set_bit[members] = 2 << (len(set_bit) + n_outside)
                 for member in members:
                     bits_of[member] = bits_of.get(member, 0) | bit
             return bit
@@ -524,6 +547,9 @@ class Gate:
             for cs in char_sets:
                 need[i] |= bit_of(cs, char_bits)
         self._char_bits = tuple(char_bits.items())
+        # the mask of a message with a non-ASCII word char (see decide): every required bit, no outside bit,
+        # not the ASCII bit
+        self._wide_mask = ~(ascii_bit | all_outside)
         for i, sets in required.items():
             for ws in sets:
                 need[i] |= bit_of(ws, word_bits)
@@ -567,7 +593,8 @@ class Gate:
             table[word] = (pad, skip, 0, None, None, (aids, sids) if aids or sids else None) if grp is None else \
                 (pad, skip, grp.bits, grp.variants, grp, (aids, sids) if aids or sids else None)
         self._words = table
-        self._first = {k: _Anchored(tuple((i, need.get(i, 0), ascii_rx[i].match, pats[i][0].match) for i in v),
+        self._first = {k: _Anchored(tuple((i, need.get(i, 0), outside_bit.get(i, 0), ascii_rx[i].match,
+                                           pats[i][0].match) for i in v),
                                     ascii_bit) for k, v in first.items()}
         self._always = frozenset(search[""])
         # (id, regex) of the fallback patterns, as compiled and with re.ASCII (see _ascii_bit)
@@ -599,16 +626,18 @@ class Gate:
         self._question_floor = math.inf if floor is None else -math.inf if floor <= 0.0 else _logit(floor)
         self._pm_logit = _logit(config.memory_probability)
         self._pc_logit = _logit(config.corpus_probability)
-        # One lookup per word on the hot path: word -> (combiner weights, the word pairs it starts, the word's
-        # patterns (see table above) or None, its required-set bits, 0j). A weight pair is one complex
-        # number, memory + corpus * 1j: one add sums both, each part rounded as its own float add would be.
+        # One lookup per word on the hot path: word -> (combiner memory weight, the word pairs it starts, the
+        # word's patterns (see table above) or None, its required-set bits, 0.0, combiner corpus weight, 0.0).
+        # The memory and corpus parts are summed as two floats (the 0.0s are the pair weights, below): four
+        # float adds cost less than two adds of complex numbers (memory + corpus * 1j, each part rounded as
+        # its own float add, so the same sums), which allocate (interleaved, the word loop: 0.84 of the time).
         # Without the combiner the weights are zero. A word known only for its bits adds 0.0 weights, which
         # leaves the sums as they were (no sum is ever -0.0, the one float that adding 0.0 changes).
         lw = self._tables.words if self._tables is not None else {}
-        # A word's pairs map the next word to that word's entry with the pair weight in place of the 0j: a
+        # A word's pairs map the next word to that word's entry with the pair weight in place of the 0.0s: a
         # word that follows a known pair (most do) costs one dict lookup, not two. A word that starts no
         # pairs has the shared empty dict, an unknown word the entry _UNKNOWN: the word loop has one path and
-        # no test for None (the 0j these add change no sum, as above; interleaved A/B: about 2% of decide).
+        # no test for None (the 0.0s these add change no sum, as above; interleaved A/B: about 2% of decide).
         no_w: tuple[float, float, dict[str, tuple[float, float]] | None] = (0.0, 0.0, None)
         pairs_of: dict[int, _Pairs] = {}  # the combiner's pair dicts, rebuilt, by identity
         to_fill: list[tuple[dict[str, tuple[float, float]], _Pairs]] = []
@@ -623,24 +652,28 @@ class Gate:
             return c
 
         self._lookup: dict[str, _Entry] = {}
-        for word in set(lw) | set(table) | set(word_bits):
+        # the words of the closed sets are known too: a word the gate does not know sets every outside bit
+        self._unknown: _Entry = (0.0, _NO_PAIRS, None, all_outside, 0.0, 0.0, 0.0)
+        for word in set(lw) | set(table) | set(word_bits) | set(inside):
             m_w, c_w, nxt_w = lw.get(word, no_w)
-            self._lookup[word] = (complex(m_w, c_w), pairs_for(nxt_w), table.get(word), word_bits.get(word, 0), 0j)
+            self._lookup[word] = (m_w, pairs_for(nxt_w), table.get(word),
+                                  word_bits.get(word, 0) | (all_outside & ~inside.get(word, 0)), 0.0, c_w, 0.0)
         self._start = pairs_for(self._tables.start) if self._tables is not None else _NO_PAIRS
         for d, c in to_fill:
             for next_word, (m, k) in d.items():
-                c[next_word] = (*self._lookup.get(next_word, _UNKNOWN)[:4], complex(m, k))
+                w_m, w_nxt, w_work, w_bits, _, w_c, _ = self._lookup.get(next_word, self._unknown)
+                c[next_word] = (w_m, w_nxt, w_work, w_bits, m, w_c, k)
         self._qmark = self._tables.uni.get("?") if self._tables is not None else None
         # the combiner's bias and sum weights in one tuple: one attribute load in decide
         tbl = self._tables
         self._lin = (0.0,) * 8 if tbl is None else (*tbl.bias, tbl.ms[0], tbl.ms[1], tbl.cs[0], tbl.cs[1],
                                                     tbl.ns[0], tbl.ns[1])
-        # pattern index -> (combiner memory + corpus * 1j weight, its weight as memory + corpus * 1j, as
-        # none, counts as a correction, its reasons by matched text (self._reasons[i]))
+        # pattern index -> (combiner memory weight, combiner corpus weight, its weight as memory, as corpus, as
+        # none (0.0 but for its target), counts as a correction, its reasons by matched text (self._reasons[i]))
         tp = self._tables.pats if self._tables is not None else ((0.0, 0.0),) * len(pats)
         self._by_index = tuple(
-            (complex(*tp[i]), complex(p[3], 0.0) if p[4] == _T_MEMORY else complex(0.0, p[3]) if p[4] == _T_CORPUS
-             else 0j, p[3] if p[4] == _T_NONE else 0.0, p[5] and p[3] > 0, self._reasons[i])
+            (tp[i][0], tp[i][1], p[3] if p[4] == _T_MEMORY else 0.0, p[3] if p[4] == _T_CORPUS else 0.0,
+             p[3] if p[4] == _T_NONE else 0.0, p[5] and p[3] > 0, self._reasons[i])
             for i, p in enumerate(pats))
 
     def warm(self) -> int:
@@ -683,11 +716,13 @@ class Gate:
             message = message.replace("\u2019", "'")
         low = message.lower()
         lookup = self._lookup.get
+        unknown = self._unknown
         spans: dict[int, tuple[int, int]] = {}
         searched = self._always
-        # the learned combiner's word, word-pair and pattern part (memory + corpus * 1j), summed on the way
-        # (see the logits below)
-        z = 0j
+        # the learned combiner's word, word-pair and pattern part (memory, corpus), summed on the way (see the
+        # logits below)
+        wl = 0.0
+        wc = 0.0
         mask = 0  # bits of the word sets the patterns require that the message's words fill
         pending: list[_WordWork] = []  # the patterns of the words that have some, in the words' order
         add_pending = pending.append
@@ -708,8 +743,9 @@ class Gate:
         # (tried below, once the mask is complete).
         for word in words:
             # an entry is a 5-tuple, never false: ``or`` is the "not a known pair" test, one jump less
-            zw, nxt, work, bits, zp = nxt.get(word) or lookup(word, _UNKNOWN)
-            z = z + zp + zw
+            w_m, nxt, work, bits, p_m, w_c, p_c = nxt.get(word) or lookup(word, unknown)
+            wl = wl + p_m + w_m
+            wc = wc + p_c + w_c
             mask |= bits
             if work is not None:
                 add_pending(work)
@@ -726,7 +762,7 @@ class Gate:
             # under IGNORECASE ("\u017f" for "s"), so try every pattern (as compiled without re.ASCII).
             # Other non-ASCII chars (emoji, punctuation) are non-word chars to the regexes and the words
             # alike, and change nothing.
-            mask = ~self._ascii_bit
+            mask = self._wide_mask
         # Now that the mask holds every word's bits: first the anchored patterns of the first word, then the
         # patterns of each word in the words' order. That is the order the spans were found in when each
         # word was tried in the pass, and it matters: the sums below add up in the spans' order.
@@ -796,18 +832,20 @@ class Gate:
         # Report matched text from the original when lowering kept the offsets.
         src = message if len(low) == len(message) else low
         by_index = self._by_index
-        # The memory and corpus sums as one complex (memory + corpus * 1j), like ``z``: a pattern adds its
-        # weight to its target's part and 0.0 to the other (and to ``none``), which changes no sum (none
-        # of them is ever -0.0, the one float that adding 0.0 changes).
-        scores = 0j
+        # The memory, corpus and none sums: a pattern adds its weight to its target's and 0.0 to the others,
+        # which changes no sum (none of them is ever -0.0, the one float that adding 0.0 changes).
+        mem = 0.0
+        corp = 0.0
         none = 0.0
         correction = False
         fired: list[tuple[int, int, GateReason]] = []
         for i, (start, end) in spans.items():
-            zp, zs, wn, is_corr, reasons = by_index[i]
-            z += zp
-            scores += zs
-            none += wn
+            p_m, p_c, w_m, w_c, w_n, is_corr, reasons = by_index[i]
+            wl += p_m
+            wc += p_c
+            mem += w_m
+            corp += w_c
+            none += w_n
             if is_corr:
                 correction = True
             text = src[start:end]
@@ -817,16 +855,13 @@ class Gate:
                 _, category, regex, w, _, _, name = self._pats[i]
                 reason = reasons[text] = GateReason(category, regex, w, text, name)
             fired.append((start, i, reason))
-        mem = scores.real
-        corp = scores.imag
         tb = self._tables
         if tb is None:
             return self._verdict(mem, corp, none, correction, fired)
         e = nxt.get("</s>")
         if e is not None:
-            z += e[4]
-        wl = z.real
-        wc = z.imag
+            wl += e[4]
+            wc += e[6]
         qmark = "?" in low
         question = qmark or first_word in _QUESTION_OPENERS
         # The combiner's (memory, corpus) logits: the features of ``_gate_model.feature_items``, summed over
@@ -847,13 +882,13 @@ class Gate:
         pm_logit = self._pm_logit
         pc_logit = self._pc_logit
         if lm < pm_logit and lc < pc_logit and not correction \
-                and max(lm, lc) >= self._question_floor and (question or asks_something(low)):
+                and (lc if lc > lm else lm) >= self._question_floor and (question or asks_something(low)):
             # Question rule: a question ("?", a question word first, or "remind me ...") the combiner would leave
             # unsearched, though not sure of it (the likelier head at least the model's question_floor),
             # keeps the pattern scores' route when they search. The floor is chosen with the weights by
             # leave-one-set-out (benchmarks/tune_gate.py; provenance.question_rule).
             d = self._verdict(mem, corp, none, correction, fired)
-            if d.route is not Route.NONE:
+            if d.route is not _NONE:
                 return dataclasses.replace(d, memory_probability=_sigmoid(lm), corpus_probability=_sigmoid(lc),
                                            rule="question")
         # The learned verdict.
@@ -870,15 +905,19 @@ class Gate:
         else:
             e_c = exp(lc)
             pc = e_c / (1.0 + e_c)
-        mem_conf = max(pm, 0.5) if correction else pm  # a correction searches memory whatever P says
+        # max / min written out (the value the builtin returns: the first argument unless the second is
+        # greater / less), the routes as globals (see _NONE): about 0.3 us less per message
+        mem_conf = (0.5 if pm < 0.5 else pm) if correction else pm  # a correction searches memory whatever P says
         if want_mem and want_corp:
-            route, conf = Route.BOTH, min(mem_conf, pc)
+            route, conf = _BOTH, (pc if pc < mem_conf else mem_conf)
         elif want_mem:
-            route, conf = Route.MEMORY, mem_conf
+            route, conf = _MEMORY, mem_conf
         elif want_corp:
-            route, conf = Route.CORPUS, pc
+            route, conf = _CORPUS, pc
         else:
-            route, conf = Route.NONE, min(1.0 - pm, 1.0 - pc)
+            not_m = 1.0 - pm
+            not_c = 1.0 - pc
+            route, conf = _NONE, (not_c if not_c < not_m else not_m)
         # the reasons in order
         if not fired:
             found: tuple[GateReason, ...] = ()
@@ -952,16 +991,16 @@ class Gate:
         want_mem = net_mem >= mt or correction
         want_corp = net_corp >= (ct + self._bm if want_mem else ct)
         if want_mem and want_corp:
-            route = Route.BOTH
+            route = _BOTH
             conf = min(_sigmoid(slope * (max(net_mem, mt) - mt)), _sigmoid(slope * (net_corp - ct)))
         elif want_mem:
-            route = Route.MEMORY
+            route = _MEMORY
             conf = _sigmoid(slope * (max(net_mem, mt) - mt))
         elif want_corp:
-            route = Route.CORPUS
+            route = _CORPUS
             conf = _sigmoid(slope * (net_corp - ct))
         else:
-            route = Route.NONE
+            route = _NONE
             conf = 1.0 - _sigmoid(slope * max(net_mem - mt, net_corp - ct))
         if len(fired) > 1:
             fired.sort()  # by position, then pattern index: (start, index) pairs are unique

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "ascii_safe", "needs_ignorecase",
-           "required_chars", "required_words"]
+__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "ascii_safe", "closed_words",
+           "needs_ignorecase", "required_chars", "required_words"]
 
 # --- first-word analysis ----------------------------------------------------
 #
@@ -388,6 +388,142 @@ def _required_chars(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
     return tuple(dict.fromkeys(out))
 
 
+#: Bounds of the :func:`_closed_words` walk (past them it gives no answer, never a wrong one).
+_MAX_CLOSED_STATES = 4096
+_MAX_CLOSED_WORD = 64
+
+
+@functools.lru_cache(maxsize=4096)  # pure, as _required
+def _closed_words(regex: str, flags: int = 0) -> frozenset[str] | None:
+    """The words (lowercase) of every string ``regex`` matches when it must match a whole string, or None.
+
+    A regex that starts with ``^`` and ends with ``$`` (no ``MULTILINE``) matches the whole message (``$``
+    may leave out a final newline, which is no word char), so the message's words (its runs of word chars)
+    are those of the matched text. When every word char the regex consumes is a literal (a message of
+    small talk: ``^\\W*(?:thanks|ok)\\W*$``), the words of the text it matches form a set known from the
+    regex alone, and a message holding a word outside it cannot match. The walk follows the regex's paths
+    building the word in progress; zero-width parts (lookarounds, other anchors) are read as matching
+    anywhere, which only adds paths, so the set may be too large but never misses a word. A regex whose
+    word chars may come from a class (``\\w``, ``[a-z]``, ``.``) or a backreference gives None.
+    """
+    parsed = _parse(regex, flags)
+    if parsed is None:
+        return None
+    sc = _sc
+    items = list(parsed)
+    if (len(items) < 2 or parsed.state.flags & re.MULTILINE
+            or items[0] != (sc.AT, sc.AT_BEGINNING) and items[0] != (sc.AT, sc.AT_BEGINNING_STRING)
+            or items[-1] != (sc.AT, sc.AT_END) and items[-1] != (sc.AT, sc.AT_END_STRING)):
+        return None
+    words: set[str] = set()
+    # A state: (the word in progress, "" between words; whether a \b ended a word, so that no word char may
+    # follow before a non-word char).
+    _St = tuple[str, bool]
+
+    def set_kind(av: Any) -> tuple[bool, list[str]]:
+        """(may match a non-word char, the word chars it may match) of an IN set, as in :func:`_walk`."""
+        nonword = False
+        chars: list[str] = []
+        for op, a in av:
+            if op is sc.LITERAL:
+                ch = literal(a)
+                if _is_word_char(ch):
+                    chars.append(ch)
+                else:
+                    nonword = True
+            elif op is sc.CATEGORY and a in (sc.CATEGORY_SPACE, sc.CATEGORY_NOT_WORD):
+                nonword = True
+            else:  # NEGATE, RANGE, \w, \d, ...: could be any word char
+                raise _Unknown
+        return nonword, chars
+
+    def literal(code: int) -> str:
+        """A literal char, lowercase. A non-ASCII one may match an ASCII letter under IGNORECASE (the Kelvin
+        sign matches "k", "\u017f" matches "s"): no answer then."""
+        if code >= 128:
+            raise _Unknown
+        return chr(code).lower()
+
+    def consume(states: set[_St], nonword: bool, chars: list[str]) -> set[_St]:
+        out: set[_St] = set()
+        for p, ended in states:
+            if nonword:
+                if p:
+                    words.add(p)
+                out.add(("", False))
+            if not ended:
+                for ch in chars:
+                    if len(p) >= _MAX_CLOSED_WORD:
+                        raise _Unknown
+                    out.add((p + ch, False))
+        return out
+
+    def walk(items: list[tuple[Any, Any]], states: set[_St]) -> set[_St]:
+        for op, av in items:
+            if not states:
+                return states
+            if len(states) > _MAX_CLOSED_STATES:
+                raise _Unknown
+            if op is sc.LITERAL:
+                ch = literal(av)  # type: ignore[arg-type]
+                states = consume(states, not _is_word_char(ch), [ch] if _is_word_char(ch) else [])
+            elif op is sc.IN:
+                states = consume(states, *set_kind(av))
+            elif op is sc.AT:
+                if av is sc.AT_BOUNDARY:  # after a word char: the word ends here
+                    nxt: set[_St] = set()
+                    for p, ended in states:
+                        if p:
+                            words.add(p)
+                            nxt.add(("", True))
+                        else:
+                            nxt.add((p, ended))
+                    states = nxt
+                # other anchors are zero-width: read as always passing
+            elif op in (sc.ASSERT, sc.ASSERT_NOT):
+                pass  # zero-width: read as always passing
+            elif op is sc.SUBPATTERN:
+                if av[1] & re.MULTILINE:  # type: ignore[index]
+                    raise _Unknown
+                states = walk(list(av[3]), states)  # type: ignore[index]
+            elif op is sc.ATOMIC_GROUP:
+                states = walk(list(av), states)  # type: ignore[call-overload]
+            elif op is sc.BRANCH:
+                nxt = set()
+                for alt in av[1]:  # type: ignore[index]
+                    nxt |= walk(list(alt), set(states))
+                states = nxt
+            elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT):
+                lo, hi, sub = av  # type: ignore[misc]
+                # every state after k >= lo repeats; states seen before lead to the same words
+                result = set(states) if lo == 0 else set()
+                seen = set(states)
+                cur = states
+                k = 0
+                while cur and k < hi:
+                    cur = walk(list(sub), set(cur))
+                    k += 1
+                    if k >= lo:
+                        cur = cur - seen
+                        seen |= cur
+                        result |= cur
+                    elif k > 64:
+                        raise _Unknown
+                    if len(seen) > _MAX_CLOSED_STATES:
+                        raise _Unknown
+                states = result
+            else:  # ANY, NOT_LITERAL, CATEGORY, GROUPREF, ...: could be a word char
+                raise _Unknown
+        return states
+
+    try:
+        end = walk(items[1:-1], {("", False)})
+    except (_Unknown, RecursionError):
+        return None
+    words.update(p for p, _ in end if p)
+    return frozenset(words)
+
+
 @functools.lru_cache(maxsize=4096)  # pure, as _required
 def _ascii_safe(regex: str, flags: int = 0) -> bool:
     """Whether ``regex`` compiled with ``re.ASCII`` matches exactly as compiled without it in every string of
@@ -430,6 +566,7 @@ MODE_AT, MODE_FIRST, MODE_SEARCH = _MODE_AT, _MODE_FIRST, _MODE_SEARCH
 Trigger = _Trigger
 analyse = _analyse
 needs_ignorecase = _needs_ignorecase
+closed_words = _closed_words
 required_words = _required
 required_chars = _required_chars
 ascii_safe = _ascii_safe
