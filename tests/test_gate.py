@@ -619,6 +619,87 @@ def test_required_words_hold_in_every_match() -> None:
     assert checked > 100  # the messages do exercise the patterns
 
 
+def test_required_by_first_word_holds_in_every_match_at_the_word() -> None:
+    # Soundness: whenever a pattern matches a message at one of its first words, the message holds a word of
+    # each set required there (the gate tries the pattern at that word only when it does).
+    import random
+
+    from chatrecall.core._gate import _TOKEN
+    from chatrecall.core._regex_index import required_by_first_word
+
+    rnd = random.Random(13)
+    by_word = {p.name: required_by_first_word(p.regex, re.IGNORECASE) for p in DEFAULT_PATTERNS}
+    vocab = sorted(set(_REQUIRED_VOCAB) | {w for d in by_word.values() for w in d}
+                   | {w for d in by_word.values() for sets in d.values() for s in sets for w in sorted(s)[:3]})
+    messages = [" ".join(rnd.choice(vocab) for _ in range(rnd.randint(1, 12))) for _ in range(1500)]
+    checked = 0
+    for p in DEFAULT_PATTERNS:
+        at = by_word[p.name]
+        if not at:
+            continue
+        rx = re.compile(p.regex, re.IGNORECASE)
+        for message in messages:
+            low = message.lower()
+            words = set(_TOKEN.findall(low))
+            for m in rx.finditer(low):
+                first = _TOKEN.match(low, m.start())
+                if first is None or first[0] not in at:
+                    continue
+                checked += 1
+                assert all(not s.isdisjoint(words) for s in at[first[0]]), (p.name, low)
+    assert checked > 200
+    was = by_word["personal.did_i_or_we"]["was"]
+    assert frozenset({"i", "we"}) in was  # "\bwas\s+(?:i|we)\b" at "was"
+
+
+@pytest.mark.parametrize(
+    ("regex", "words"),
+    [
+        (r"^\W*(?:why|how so|why not)\W*$", {"why", "how", "so", "not"}),
+        (r"^a\s*(?:\s+b)$", {"a", "b"}),  # a state seen before a repeat is still followed after it
+        (r"^(?:thanks|ok)\b[^\w?]*$", {"thanks", "ok"}),  # [^\w?] matches non-word chars only
+        (r"^(?:a|b c)\b\W*(?:x|y)?$", {"a", "b", "c", "x", "y"}),
+    ],
+)
+def test_closed_words_derives_the_words(regex: str, words: set[str]) -> None:
+    from chatrecall.core._regex_index import closed_words
+
+    assert closed_words(regex) == words
+
+
+@pytest.mark.parametrize("regex", [r"^\w+$", r"^a.b$", r"^a[^?]b$", r"^(?:ab)+$", r"\bok\W*$", r"^ok\b",
+                                   r"(?m)^ok$", r"^(?:a\s*)+$", r"^\u212aelvin$"])
+def test_closed_words_gives_nothing_it_cannot_prove(regex: str) -> None:
+    from chatrecall.core._regex_index import closed_words
+
+    assert closed_words(regex) is None
+
+
+def test_closed_words_hold_in_every_match() -> None:
+    # Soundness on the default table: a message a whole-message pattern matches holds only words of its set.
+    import random
+
+    from chatrecall.core._gate import _TOKEN
+    from chatrecall.core._regex_index import closed_words
+
+    rnd = random.Random(17)
+    closed = {p.name: (re.compile(p.regex, re.IGNORECASE), closed_words(p.regex, re.IGNORECASE))
+              for p in DEFAULT_PATTERNS}
+    closed = {k: v for k, v in closed.items() if v[1] is not None}
+    assert {"smalltalk.1", "continuity.20"} <= set(closed)
+    vocab = sorted({w for _, ws in closed.values() if ws for w in ws} | {"zebra", "my", "meeting"})
+    seps = [" ", ", ", "! ", "? ", " - ", "...", "  "]
+    checked = 0
+    for _ in range(3000):
+        message = rnd.choice(["", " ", "oh "]) + "".join(
+            rnd.choice(vocab) + rnd.choice(seps) for _ in range(rnd.randint(1, 5))).strip() + rnd.choice(["", "?", "!"])
+        for rx, ws in closed.values():
+            if rx.match(message) is not None:
+                checked += 1
+                assert ws is not None and set(_TOKEN.findall(message)) <= ws, message
+    assert checked > 100
+
+
 @pytest.mark.parametrize(
     ("regex", "sets"),
     [

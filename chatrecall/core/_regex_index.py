@@ -8,7 +8,10 @@ searched on every message, so indexing never changes what matches.
 
 The same walk, started inside the regex wherever a word must begin, gives the
 words a match requires (:func:`required_words`): the gate skips a pattern when
-the message holds none of the words of one of its sets.
+the message holds none of the words of one of its sets. The matches that begin
+with a given word may require more (:func:`required_by_first_word`), and a
+regex that must match a whole message may only hold words of a set known from
+the regex (:func:`closed_words`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "ascii_safe", "closed_words",
-           "needs_ignorecase", "required_chars", "required_words"]
+           "needs_ignorecase", "required_by_first_word", "required_chars", "required_words"]
 
 # --- first-word analysis ----------------------------------------------------
 #
@@ -241,17 +244,32 @@ def _rarity(words: Iterable[str]) -> tuple[int, int]:
     return len(ws & _COMMON), len(ws)
 
 
+def _required(regex: str, flags: int = 0, items: list[tuple[Any, Any]] | None = None) -> tuple[frozenset[str], ...]:
+    """:func:`_required_words`, or the same for ``items``, a part of the parsed ``regex`` (see
+    :func:`_required_by_first_word`)."""
+    if items is None:
+        return _required_words(regex, flags)
+    return _required_sets(regex, flags, items)
+
+
 @functools.lru_cache(maxsize=4096)  # pure: a process's later Gates (other configs, tests) do not walk it again
-def _required(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
-    """Word sets (lowercase) such that every match of ``regex`` holds a whole word of each set.
+def _required_words(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
+    return _required_sets(regex, flags, None)
+
+
+def _required_sets(regex: str, flags: int, items: list[tuple[Any, Any]] | None) -> tuple[frozenset[str], ...]:
+    """Word sets (lowercase) such that every match of ``regex`` (of the parsed ``items`` when given) holds a
+    whole word of each set.
 
     A set comes from a part of the regex that every match goes through and that starts at a word
     boundary: the first words of that part, by the walk of :func:`_analyse`. Parts the walk cannot read
     give no set, so the answer may be empty but never wrong.
     """
-    parsed = _parse(regex, flags)
-    if parsed is None:
-        return ()
+    if items is None:
+        parsed = _parse(regex, flags)
+        if parsed is None:
+            return ()
+        items = list(parsed)
     sc = _sc
     out: list[frozenset[str]] = []
 
@@ -322,10 +340,70 @@ def _required(regex: str, flags: int = 0) -> tuple[frozenset[str], ...]:
         return found
 
     try:
-        out = sets_of(list(parsed), [], False)
+        out = sets_of(items, [], False)
     except RecursionError:  # pragma: no cover - absurdly nested regex
         return ()
     return tuple(dict.fromkeys(out))
+
+
+def _first_branch(items: list[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], list[Any], list[tuple[Any, Any]]] | None:
+    """(what comes before, the alternatives, what comes after) of the alternation a match of ``items`` reads
+    first: after zero-width parts only (anchors, lookarounds), through non-capturing groups without flags;
+    None when something else comes first."""
+    sc = _sc
+    prefix: list[tuple[Any, Any]] = []
+    rest = list(items)
+    while rest:
+        op, av = rest[0]
+        if op in (sc.AT, sc.ASSERT, sc.ASSERT_NOT):
+            prefix.append(rest.pop(0))
+        elif op is sc.SUBPATTERN and av[0] is None and not av[1] and not av[2]:
+            rest = list(av[3]) + rest[1:]  # (?:...) read as its content: the same matches
+        elif op is sc.BRANCH:
+            return prefix, list(av[1]), rest[1:]
+        else:
+            return None
+    return None
+
+
+@functools.lru_cache(maxsize=4096)  # pure, as _required
+def _required_by_first_word(regex: str, flags: int = 0) -> dict[str, tuple[frozenset[str], ...]]:
+    """:func:`_required`'s word sets for the matches that begin with each first word (by :func:`_analyse`),
+    where they differ from the sets of every match.
+
+    A pattern is tried at one of its first words, and there only the alternatives of its first alternation
+    that can begin with that word can match (``\\b(?:am|was)\\s+(?:i|we)\\b|\\bdo\\s+i\\s+(?:have|own)\\b``
+    tried at "was" needs "i" or "we"; at "do", "have" or "own"). The sets are those of the regex without
+    the other alternatives (an alternative whose first words the walk cannot tell is kept), so they hold
+    for every match at the word. Words whose alternatives are all kept are left out (use
+    :func:`_required`); the returned dict is shared: do not change it.
+    """
+    trig = _analyse(regex, flags)
+    parsed = _parse(regex, flags)
+    if trig is None or parsed is None or trig.mode != _MODE_AT:
+        return {}
+    split = _first_branch(list(parsed))
+    if split is None:
+        return {}
+    prefix, alts, after = split
+    alt_words: list[frozenset[str] | None] = []
+    for alt in alts:
+        done = _walk(prefix + list(alt) + after)
+        alt_words.append(None if done is None else frozenset(w for w, _, _ in done))
+    sc = _sc
+    by_kept: dict[tuple[int, ...], tuple[frozenset[str], ...]] = {}
+    out: dict[str, tuple[frozenset[str], ...]] = {}
+    for word in trig.words:
+        kept = tuple(j for j, ws in enumerate(alt_words) if ws is None or word in ws)
+        if len(kept) == len(alts) or not kept:
+            continue
+        sets = by_kept.get(kept)
+        if sets is None:
+            middle = list(alts[kept[0]]) if len(kept) == 1 else [(sc.BRANCH, (None, [alts[j] for j in kept]))]
+            items = prefix + middle + after
+            sets = by_kept[kept] = _required(regex, flags, items)
+        out[word] = sets
+    return out
 
 
 def _punctuation(code: int) -> str | None:
@@ -421,7 +499,12 @@ def _closed_words(regex: str, flags: int = 0) -> frozenset[str] | None:
     _St = tuple[str, bool]
 
     def set_kind(av: Any) -> tuple[bool, list[str]]:
-        """(may match a non-word char, the word chars it may match) of an IN set, as in :func:`_walk`."""
+        """(may match a non-word char, the word chars it may match) of an IN set, as in :func:`_walk`; a
+        negated set that holds ``\\w`` (``[^\\w?]``) matches non-word chars only."""
+        if av and av[0] == (sc.NEGATE, None):
+            if (sc.CATEGORY, sc.CATEGORY_WORD) in av[1:]:
+                return True, []
+            raise _Unknown
         nonword = False
         chars: list[str] = []
         for op, a in av:
@@ -495,21 +578,21 @@ def _closed_words(regex: str, flags: int = 0) -> frozenset[str] | None:
                 states = nxt
             elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT):
                 lo, hi, sub = av  # type: ignore[misc]
-                # every state after k >= lo repeats; states seen before lead to the same words
+                # the states after k >= lo repeats; one already found after fewer (but at least lo) repeats
+                # leads to the same words, so it is not followed again. (Before lo repeats nothing is a
+                # result yet: a state equal to one before the loop is still followed.)
                 result = set(states) if lo == 0 else set()
-                seen = set(states)
                 cur = states
                 k = 0
                 while cur and k < hi:
                     cur = walk(list(sub), set(cur))
                     k += 1
                     if k >= lo:
-                        cur = cur - seen
-                        seen |= cur
+                        cur = cur - result
                         result |= cur
                     elif k > 64:
                         raise _Unknown
-                    if len(seen) > _MAX_CLOSED_STATES:
+                    if len(result) > _MAX_CLOSED_STATES:
                         raise _Unknown
                 states = result
             else:  # ANY, NOT_LITERAL, CATEGORY, GROUPREF, ...: could be a word char
@@ -567,6 +650,7 @@ Trigger = _Trigger
 analyse = _analyse
 needs_ignorecase = _needs_ignorecase
 closed_words = _closed_words
-required_words = _required
+required_words = _required_words
+required_by_first_word = _required_by_first_word
 required_chars = _required_chars
 ascii_safe = _ascii_safe
