@@ -642,7 +642,7 @@ def test_required_by_first_word_holds_in_every_match_at_the_word() -> None:
             low = message.lower()
             words = set(_TOKEN.findall(low))
             for m in rx.finditer(low):
-                first = _TOKEN.match(low, m.start())
+                first = _TOKEN.search(low, m.start())  # the word it is tried at (an anchored one: the first)
                 if first is None or first[0] not in at:
                     continue
                 checked += 1

@@ -503,13 +503,12 @@ class Gate:
                 # Non-ASCII words are dropped: IGNORECASE lets "s" match "\u017f", which lowering keeps.
                 required[i] = [ws for ws in _required_words(pat.regex, flags)
                                if not trig.words <= ws and all(w.isascii() for w in ws)]
-                if trig.mode == _MODE_AT:
-                    # Tried at one of its words, a pattern can match there by the alternatives that can
-                    # begin with that word only: their sets, when stronger ("\bwas\s+(?:i|we)\b" at "was").
-                    # A set holding the word itself rules out nothing there.
-                    for word, word_sets in _required_by_first_word(pat.regex, flags).items():
-                        required_at[(i, word)] = [ws for ws in word_sets
-                                                  if word not in ws and all(w.isascii() for w in ws)]
+                # Tried at one of its words (an anchored one: when the message begins with it), a pattern can
+                # match there by the alternatives that can begin with that word only: their sets, when
+                # stronger ("\bwas\s+(?:i|we)\b" at "was"). A set holding the word itself rules out nothing.
+                for word, word_sets in _required_by_first_word(pat.regex, flags).items():
+                    required_at[(i, word)] = [ws for ws in word_sets
+                                              if word not in ws and all(w.isascii() for w in ws)]
                 required_chars[i] = _required_chars(pat.regex, flags)
             for word in trig.words:
                 index.setdefault(word, []).append(i)
@@ -617,8 +616,8 @@ class Gate:
             table[word] = (pad, skip, 0, None, None, (aids, sids) if aids or sids else None) if grp is None else \
                 (pad, skip, grp.bits, grp.variants, grp, (aids, sids) if aids or sids else None)
         self._words = table
-        self._first = {k: _Anchored(tuple((i, need.get(i, 0), outside_bit.get(i, 0), ascii_rx[i].match,
-                                           pats[i][0].match) for i in v),
+        self._first = {k: _Anchored(tuple((i, need_at.get((i, k), need.get(i, 0)), outside_bit.get(i, 0),
+                                           ascii_rx[i].match, pats[i][0].match) for i in v),
                                     ascii_bit) for k, v in first.items()}
         self._always = frozenset(search[""])
         # (id, regex) of the fallback patterns, as compiled and with re.ASCII (see _ascii_bit)

@@ -348,14 +348,15 @@ def _required_sets(regex: str, flags: int, items: list[tuple[Any, Any]] | None) 
 
 def _first_branch(items: list[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], list[Any], list[tuple[Any, Any]]] | None:
     """(what comes before, the alternatives, what comes after) of the alternation a match of ``items`` reads
-    first: after zero-width parts only (anchors, lookarounds), through non-capturing groups without flags;
-    None when something else comes first."""
+    first: after zero-width parts (anchors, lookarounds) and runs of non-word chars (``^\\W*``) only, through
+    non-capturing groups without flags; None when something else comes first."""
     sc = _sc
+    nonword_run = [(sc.IN, [(sc.CATEGORY, sc.CATEGORY_NOT_WORD)])]
     prefix: list[tuple[Any, Any]] = []
     rest = list(items)
     while rest:
         op, av = rest[0]
-        if op in (sc.AT, sc.ASSERT, sc.ASSERT_NOT):
+        if op in (sc.AT, sc.ASSERT, sc.ASSERT_NOT) or (op is sc.MAX_REPEAT and list(av[2]) == nonword_run):
             prefix.append(rest.pop(0))
         elif op is sc.SUBPATTERN and av[0] is None and not av[1] and not av[2]:
             rest = list(av[3]) + rest[1:]  # (?:...) read as its content: the same matches
@@ -371,8 +372,8 @@ def _required_by_first_word(regex: str, flags: int = 0) -> dict[str, tuple[froze
     """:func:`_required`'s word sets for the matches that begin with each first word (by :func:`_analyse`),
     where they differ from the sets of every match.
 
-    A pattern is tried at one of its first words, and there only the alternatives of its first alternation
-    that can begin with that word can match (``\\b(?:am|was)\\s+(?:i|we)\\b|\\bdo\\s+i\\s+(?:have|own)\\b``
+    A pattern is tried at one of its first words (an anchored one when the message begins with it), and
+    there only the alternatives of its first alternation that can begin with that word can match (``\\b(?:am|was)\\s+(?:i|we)\\b|\\bdo\\s+i\\s+(?:have|own)\\b``
     tried at "was" needs "i" or "we"; at "do", "have" or "own"). The sets are those of the regex without
     the other alternatives (an alternative whose first words the walk cannot tell is kept), so they hold
     for every match at the word. Words whose alternatives are all kept are left out (use
@@ -380,7 +381,7 @@ def _required_by_first_word(regex: str, flags: int = 0) -> dict[str, tuple[froze
     """
     trig = _analyse(regex, flags)
     parsed = _parse(regex, flags)
-    if trig is None or parsed is None or trig.mode != _MODE_AT:
+    if trig is None or parsed is None or trig.mode == _MODE_SEARCH:
         return {}
     split = _first_branch(list(parsed))
     if split is None:
