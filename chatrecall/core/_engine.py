@@ -1250,10 +1250,10 @@ class ChatRecall(_AsyncMixin):
         return self._corpus_count
 
     @staticmethod
-    def _content_terms(gate: GateDecision, query: str) -> set[str]:
-        """The message's BM25 terms minus the gate's trigger words ("remember", "earlier": in no memory); the
-        personal patterns' words ("my cat") stay."""
-        triggers = {t for r in gate.reasons if r.category != "personal" for t in tokenize(r.match)}
+    def _content_terms(gate: GateDecision, query: str, keep: frozenset[str] = frozenset({"personal"})) -> set[str]:
+        """The message's BM25 terms minus the gate's trigger words ("remember", "earlier": in no memory); the words
+        of the ``keep`` categories' matches stay (the personal patterns' "my cat")."""
+        triggers = {t for r in gate.reasons if r.category not in keep for t in tokenize(r.match)}
         return set(tokenize(query)) - triggers
 
     def _no_documents(self) -> bool:
@@ -1538,7 +1538,8 @@ class ChatRecall(_AsyncMixin):
         no memory found holds them either: "worktop" in "what's the worktop spec in the kitchen quote?" when memory
         only holds the plumber's quote (helper-96: the bot's replies about the quote passed the usefulness check and
         the kitchen quote was skipped); not "work" in "when does Tom start work?", said before."""
-        content = ChatRecall._content_terms(gate, run.query) - _FORM_TERMS
+        # a continuity match names the thing too ("the deposit?" in "what the quote said about the deposit?"; C25)
+        content = ChatRecall._content_terms(gate, run.query, frozenset({"personal", "continuity"})) - _FORM_TERMS
         if not content or run.st is None:
             return content
         with run.st.lock:
