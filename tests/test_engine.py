@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import threading
 import time
@@ -153,6 +154,8 @@ def test_exclude_ids_leaves_turns_out_of_the_search_and_keeps_k(cr: ChatRecall) 
     res = cr.retrieve(q, user_id="g", k=3, route="memory", exclude_ids=shown | {"no-such-id"})
     assert len(res.items) == 3 and not shown & {it.id for it in res.items}, res.explain()
     assert any("left out: the caller shows them" in n for n in res.notes), res.notes
+    ares = asyncio.run(cr.aretrieve(q, user_id="g", k=3, route="memory", exclude_ids=shown))
+    assert [it.id for it in ares.items] == [it.id for it in res.items]
     with pytest.raises(InvalidInputError, match="exclude_ids"):
         cr.retrieve(q, user_id="g", exclude_ids="abc")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="exclude_ids"):

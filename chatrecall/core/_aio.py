@@ -28,7 +28,7 @@ import contextvars
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ._errors import ConfigError
@@ -163,11 +163,12 @@ class _AsyncMixin:
         route: Route | str | None = None,
         budget_tokens: int | None = None,
         include_recent: bool = True,
+        exclude_ids: Collection[str] = (),
     ) -> RetrievalResult:
         """Async :meth:`ChatRecall.retrieve`: gate, two-phase search and budget."""
         return await self._arun(self._sync().retrieve, message, user_id=user_id, session_id=session_id, k=k,
                                 strategy=strategy, route=route, budget_tokens=budget_tokens,
-                                include_recent=include_recent)
+                                include_recent=include_recent, exclude_ids=exclude_ids)
 
     async def asearch(
         self,

@@ -60,6 +60,7 @@ from ._types import (
 from ._validate import (
     check_document_fields,
     check_id,
+    check_ids,
     check_k,
     check_metadata,
     check_strategy,
@@ -720,14 +721,6 @@ class ChatRecall(_AsyncMixin):
         res = self._search_memory(query, qvec, ents, user_id, strategy=strat, k=k, session_id=session_id)
         return res.items
 
-    @staticmethod
-    def _check_exclude_ids(ids: Any) -> frozenset[str]:
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Collection) \
-                or not all(isinstance(i, str) for i in ids):
-            raise InvalidInputError(f"exclude_ids={ids!r} is invalid: pass a collection of record ids (str), "
-                                    f"e.g. a set of ScoredItem.id")
-        return frozenset(ids)
-
     def _check_k(self, k: Any) -> int:
         checked = check_k(k)
         return self.retrieval_config.top_k if checked is None else checked
@@ -1030,7 +1023,7 @@ class ChatRecall(_AsyncMixin):
         if budget_tokens is not None and (isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int)
                                           or budget_tokens < 0):
             raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
-        shown = self._check_exclude_ids(exclude_ids)
+        shown = check_ids("exclude_ids", exclude_ids)
         run = _Run(message=message, user_id=user_id, session_id=session_id, k=k, explicit_k=explicit_k,
                    strategy=strat, t_start=t_start, now=self._clock(), shown=shown)
         return self._retrieve(run, route, budget_tokens, include_recent)

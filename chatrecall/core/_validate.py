@@ -10,7 +10,7 @@ import dataclasses
 import datetime as _dt
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -18,7 +18,7 @@ from ._config import StoreLimits
 from ._errors import InvalidInputError
 from ._types import Scalar, Strategy, Turn
 
-__all__ = ["canonical_role", "check_id", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
+__all__ = ["canonical_role", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
            "check_turn"]
 
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
@@ -30,6 +30,16 @@ _RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "ent
 def _short(value: object, n: int = 60) -> str:
     r = repr(value)
     return r if len(r) <= n else r[: n - 3] + "..."
+
+
+def check_ids(name: str, value: Any) -> frozenset[str]:
+    """A collection of record ids (str), e.g. a set of ``ScoredItem.id``; a lone string is refused (it would be
+    read as its characters)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Collection) or \
+            not all(isinstance(i, str) for i in value):
+        raise InvalidInputError(f"{name}={_short(value)} is invalid: pass a collection of record ids (str), "
+                                f"e.g. a set of ScoredItem.id")
+    return frozenset(value)
 
 
 def check_text(name: str, value: Any, limits: StoreLimits) -> str:
