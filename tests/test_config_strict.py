@@ -306,3 +306,13 @@ def test_a_script_that_exits_while_the_model_loads_exits_cleanly(tmp_path: Path)
                            text=True, env=env, timeout=300)
         assert p.returncode == 0 and "terminate called" not in p.stderr, (p.returncode, p.stderr[-500:])
         assert p.stdout.strip() == "none"
+
+
+@pytest.mark.parametrize(("kwargs", "hint"), [({"mode": "tier"}, "'tiers'"), ({"mode": "Fixed"}, "'fixed'"),
+                                              ({"mix": "alternating"}, "'alternate'")])
+def test_a_near_miss_of_a_budget_option_names_it(kwargs: dict, hint: str) -> None:
+    # helper-108 (stop 34): BudgetConfig(mode='tier') listed the options but, unlike a misspelt field, named none
+    from chatrecall.core import BudgetConfig
+
+    with pytest.raises(ConfigError, match=f"did you mean {hint}"):
+        BudgetConfig(**kwargs)

@@ -24,6 +24,15 @@ def _check(cond: bool, name: str, value: object, why: str) -> None:
         raise ConfigError(f"{name}={value!r} is invalid: {why}")
 
 
+def _one_of(name: str, value: object, options: tuple[str, ...]) -> None:
+    """``value`` is one of ``options``; else the error lists them and names the nearest ("tier" -> 'tiers')."""
+    if value in options:
+        return
+    near = get_close_matches(str(value).lower(), options, n=1, cutoff=0.6) if isinstance(value, str) else []
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    _check(False, name, value, f"must be {', '.join(map(repr, options[:-1]))} or {options[-1]!r}{hint}")
+
+
 def _positive(name: str, value: float) -> None:
     _check(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0,
            name, value, "must be a positive number")
@@ -264,8 +273,7 @@ class BudgetConfig:
     mix: str = "alternate"
 
     def __post_init__(self) -> None:
-        _check(self.mode in ("fixed", "dynamic", "tiers"), "mode", self.mode,
-               "must be 'fixed', 'dynamic' or 'tiers'")
+        _one_of("mode", self.mode, ("fixed", "dynamic", "tiers"))
         for name in ("max_tokens", "min_tokens"):
             v = getattr(self, name)
             _check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, v, "must be an int >= 1")
@@ -276,7 +284,7 @@ class BudgetConfig:
         _check(self.relevant_score <= self.critical_score, "relevant_score", self.relevant_score,
                f"must not exceed critical_score={self.critical_score}")
         _unit("background_share", self.background_share)
-        _check(self.mix in ("alternate", "score"), "mix", self.mix, "must be 'alternate' or 'score'")
+        _one_of("mix", self.mix, ("alternate", "score"))
 
 
 @dataclass(frozen=True, kw_only=True)
