@@ -118,6 +118,9 @@ class _Plan:
     #: A continuity pattern fired ("and where is it held?"): the session's recent user turns say what the message
     #: is about, so they inform its corpus query (:meth:`ChatRecall._corpus_query`) on any route.
     follows_up: bool = False
+    #: The names memory knows that alone widened a corpus question to both ("how do I say 'good morning' in
+    #: Portuguese?" from a user learning Portuguese): only memories naming one are kept (criterion C28).
+    known_names: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1045,6 +1048,8 @@ class ChatRecall(_AsyncMixin):
             run.timings["embed"] = (time.perf_counter() - t) * 1e3
             if plan.route.wants_memory:
                 self._memory_phase(run, plan, gate)
+                if plan.known_names:
+                    self._keep_naming(run, plan.known_names)
             if plan.probe:
                 self._probe_phase(run, gate)
             if plan.route.wants_corpus or run.phase1 or run.corpus_probe:
@@ -1064,6 +1069,21 @@ class ChatRecall(_AsyncMixin):
         result = self._assemble(run, gate, plan, budget_tokens)
         self._remember_documents_turn(run, result)
         return result
+
+    @staticmethod
+    def _keep_naming(run: _Run, names: tuple[str, ...]) -> None:
+        """Keep the memories that name one of ``names``: a corpus question searched memory only because it names
+        something the user spoke of; memories that matched its other words ("morning" in "how do I say 'good
+        morning' in Portuguese?") are about something else."""
+        wanted = set(names)
+        kept = [i for i in run.memory_items if i.record is not None and wanted & set(i.record.entities)]
+        if len(kept) == len(run.memory_items):
+            return
+        ids = {i.id for i in kept}
+        why = f"names none of {', '.join(map(repr, names))}, the name memory was searched for"
+        run.rejected.extend(dataclasses.replace(i, why=why) for i in run.memory_items if i.id not in ids)
+        run.notes.append(f"{len(run.memory_items) - len(kept)} memories left out: {why}")
+        run.memory_items = kept
 
     @staticmethod
     def _note_shown(run: _Run) -> None:
@@ -1216,6 +1236,7 @@ class ChatRecall(_AsyncMixin):
             # (a statement there, "she's Noodle now", asks the documents nothing)
             route = Route.BOTH
             run.notes.append("continues a turn the documents answered: the documents too")
+        known: tuple[str, ...] = ()
         if route is Route.CORPUS and st is not None:
             run.entities = self.extractor.extract(run.query)
             with st.lock:
@@ -1225,6 +1246,7 @@ class ChatRecall(_AsyncMixin):
                 hits = st.index.known((e.key for e in run.entities if e.kind in _ANCHOR_KINDS), exclude=itself)
             if hits:
                 route = Route.BOTH
+                known = tuple(hits)
                 run.notes.append(f"query names {hits[0]!r} from memory: searching memory too")
         if route is Route.BOTH and not run.store_down and self._no_documents():
             route = Route.MEMORY
@@ -1234,7 +1256,7 @@ class ChatRecall(_AsyncMixin):
         # evidence in the prompt +5 of 160, documents unchanged, general questions given a memory 6.8 -> 7.3 %).
         probe = route is Route.CORPUS and st is not None and self.retrieval_config.memory_probe
         return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected,
-                     probe=probe, follows_up=follows_up)
+                     probe=probe, follows_up=follows_up, known_names=known if route is Route.BOTH else ())
 
     def _corpus_size(self) -> int:
         """Documents in the corpus: one count, cached until documents change. Raises StoreError."""
