@@ -123,6 +123,13 @@ class _Plan:
     known_names: tuple[str, ...] = ()
 
 
+#: Gate categories whose matched words stay content words in :meth:`ChatRecall._content_terms`: the personal
+#: patterns' ("my cat") always; for the corpus probe's lacked-word rule the continuity patterns' too, which name
+#: the thing ("the deposit?" in "what the quote said about the deposit?"; criterion C25).
+_PERSONAL = frozenset({"personal"})
+_NAMING_CATEGORIES = frozenset({"personal", "continuity"})
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Search:
     items: tuple[ScoredItem, ...]
@@ -1265,7 +1272,7 @@ class ChatRecall(_AsyncMixin):
         return self._corpus_count
 
     @staticmethod
-    def _content_terms(gate: GateDecision, query: str, keep: frozenset[str] = frozenset({"personal"})) -> set[str]:
+    def _content_terms(gate: GateDecision, query: str, keep: frozenset[str] = _PERSONAL) -> set[str]:
         """The message's BM25 terms minus the gate's trigger words ("remember", "earlier": in no memory); the words
         of the ``keep`` categories' matches stay (the personal patterns' "my cat")."""
         triggers = {t for r in gate.reasons if r.category not in keep for t in tokenize(r.match)}
@@ -1553,8 +1560,7 @@ class ChatRecall(_AsyncMixin):
         no memory found holds them either: "worktop" in "what's the worktop spec in the kitchen quote?" when memory
         only holds the plumber's quote (helper-96: the bot's replies about the quote passed the usefulness check and
         the kitchen quote was skipped); not "work" in "when does Tom start work?", said before."""
-        # a continuity match names the thing too ("the deposit?" in "what the quote said about the deposit?"; C25)
-        content = ChatRecall._content_terms(gate, run.query, frozenset({"personal", "continuity"})) - _FORM_TERMS
+        content = ChatRecall._content_terms(gate, run.query, _NAMING_CATEGORIES) - _FORM_TERMS
         if not content or run.st is None:
             return content
         with run.st.lock:

@@ -379,9 +379,9 @@ _WordWork = tuple[str, int, int, dict[int, _Variant] | None, _Group | None,
 #: A word's entry on the hot path (see ``Gate.__init__``) and the pairs it starts.
 _Entry = tuple[float, "_Pairs", "_WordWork | None", int, float, float, float]
 _Pairs = dict[str, _Entry]
-#: The pairs of a word that starts none (shared, never filled) and the entry of a word the gate does not know.
+#: The pairs of a word that starts none (shared, never filled); the entry of a word the gate does not know is
+#: per gate (``Gate._unknown``: it sets every outside bit).
 _NO_PAIRS: _Pairs = {}
-_UNKNOWN: _Entry = (0.0, _NO_PAIRS, None, 0, 0.0, 0.0, 0.0)
 
 
 class _Anchored:
@@ -659,7 +659,7 @@ class Gate:
         lw = self._tables.words if self._tables is not None else {}
         # A word's pairs map the next word to that word's entry with the pair weight in place of the 0.0s: a
         # word that follows a known pair (most do) costs one dict lookup, not two. A word that starts no
-        # pairs has the shared empty dict, an unknown word the entry _UNKNOWN: the word loop has one path and
+        # pairs has the shared empty dict, an unknown word the entry self._unknown: the word loop has one path and
         # no test for None (the 0.0s these add change no sum, as above; interleaved A/B: about 2% of decide).
         no_w: tuple[float, float, dict[str, tuple[float, float]] | None] = (0.0, 0.0, None)
         pairs_of: dict[int, _Pairs] = {}  # the combiner's pair dicts, rebuilt, by identity
