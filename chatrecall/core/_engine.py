@@ -1041,8 +1041,13 @@ class ChatRecall(_AsyncMixin):
     def _retrieve(self, run: _Run, forced: Route | None, budget_tokens: int | None,
                   include_recent: bool) -> RetrievalResult:
         t = time.perf_counter()
-        gate = self.gate.decide(run.message)
-        run.timings["gate"] = (time.perf_counter() - t) * 1e3
+        building = self._gate is None  # built now, or by connect()'s background warm-up this turn waits for
+        gate_obj = self.gate
+        t1 = time.perf_counter()
+        if building:
+            run.timings["warmup"] = (t1 - t) * 1e3
+        gate = gate_obj.decide(run.message)
+        run.timings["gate"] = (time.perf_counter() - t1) * 1e3
         self._state_step(run, include_recent)
         run.query = self._search_text(run, gate)
         plan = self._plan_route(run, gate, forced)

@@ -268,7 +268,9 @@ class RetrievalResult:
         rejected: Candidates that were found but not selected, with why.
         tokens_used: Tokens of everything injected (pins + recent + items).
         tokens_left: Budget left.
-        timings_ms: Wall time per phase.
+        timings_ms: Wall time per phase (``gate``, ``state``, ``embed``, ``memory``, ``corpus``, ``select``,
+            ``total``); ``warmup`` on an engine's first turn: the wait for its gate to be built (by this
+            turn, or by :func:`chatrecall.connect`'s background warm-up).
         notes: Decisions taken on the way (memory useful, timeout, degraded...).
         context: Formatted context block for the prompt.
         at: When it was decided (the engine's clock, POSIX seconds): the moment recency and "last week" were read
