@@ -1130,19 +1130,24 @@ class ChatRecall(_AsyncMixin):
 
         "no, I meant the other hive" names the new referent; the question before it ("what colour is the queen
         marked?") names what is asked. The session's last user turn before the correction (in the recent window)
-        is searched with it; with none, the correction alone.
+        is searched with it when that turn asked or requested something; after a statement ("staging went down
+        again today") the correction states its own fact ("Actually Luna's recheck is now on Monday") and is
+        searched alone, as it is with no earlier user turn (C30, stop 35).
         """
         if not gate.correction:
             return run.message
         query = drop_negated(run.message)
         if query != run.message:
             run.notes.append(f"correction: searching for {query!r} (what it rules out is left out)")
-        asked = next((i.record.text for i in reversed(run.recent)
-                      if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
-        if asked:
-            run.notes.append(f"correction: searched with the turn it corrects ({asked!r:.80})")
-            query = f"{asked} {query}"
-        return query
+        before = next((i.record.text for i in reversed(run.recent)
+                       if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
+        if before is None:
+            return query
+        if not asks_or_requests(before.lower()):
+            run.notes.append(f"correction: searched alone, the turn before it asked nothing ({before!r:.80})")
+            return query
+        run.notes.append(f"correction: searched with the turn it corrects ({before!r:.80})")
+        return f"{before} {query}"
 
     def _state_step(self, run: _Run, include_recent: bool) -> None:
         """Load the user's cached state: pins and the recent window (no search)."""
