@@ -47,6 +47,7 @@ from chatrecall._bench._context import (
     load_context_set,
     summarise,
 )
+from chatrecall.core import _tuned
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNED = ROOT / "chatrecall" / "core" / "_tuned.py"
@@ -54,6 +55,9 @@ OUT = ROOT / "benchmarks" / "results" / "usefulness.json"
 GRID_USEFUL = (0.30, 0.35, 0.40, 0.45, 0.50)
 GRID_STRONG = (0.35, 0.40, 0.45, 0.50, 0.55)
 PREVIOUS = (0.45, 0.45)
+#: The values shipped when the run starts (``_tuned``): the baseline a new choice is measured against, on the same
+#: held-out and blind files (the strongest fair baseline; it must be in the grid).
+CURRENT = (_tuned.USEFUL_SCORE, _tuned.STRONG_CORPUS_SCORE)
 #: Most general questions that may be given a memory (the shipped values gave 0.070 when this was written).
 GENERAL_CAP = 0.10
 MODES = ("new", "evidence")
@@ -114,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     h = ContextHarness(sets)
     grid = [(u, s) for u in GRID_USEFUL for s in GRID_STRONG]
+    if CURRENT not in grid or PREVIOUS not in grid:
+        raise SystemExit(f"the shipped values {CURRENT} and the previous {PREVIOUS} must be in the grid to be measured")
     runs: dict[Config, dict[str, dict[str, list[Outcome]]]] = {}
     general: dict[Config, GeneralOutcome] = {}
     try:
@@ -129,12 +135,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return [o for m in MODES for s in sel for o in runs[c][m][s]]
 
     folds = []
-    held_rows: dict[str, list[Outcome]] = {"chosen": [], "previous": []}
+    held_rows: dict[str, list[Outcome]] = {"chosen": [], "current": [], "previous": []}
     for held in names:
         c = choose(runs, general, [n for n in names if n != held])
         folds.append({"held_out": held, "chosen": c, "chosen_row": row(f"{held}: chosen on the other {c}", rows_of(c, [held])),
+                      "current_row": row(f"{held}: current {CURRENT}", rows_of(CURRENT, [held])),
                       "previous_row": row(f"{held}: previous {PREVIOUS}", rows_of(PREVIOUS, [held]))})
         held_rows["chosen"] += rows_of(c, [held])
+        held_rows["current"] += rows_of(CURRENT, [held])
         held_rows["previous"] += rows_of(PREVIOUS, [held])
     final = choose(runs, general, names)
     blind = measure_blind(sorted(args.blind.glob("*.json")), sets, final)
@@ -142,10 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: dict[str, Any] = {
         "protocol": "leave-one-file-out over benchmarks/data/corpus_context; objective: questions with a gold document "
                     f"and the memory evidence in the prompt (both ways of asking), general questions given a memory <= "
-                    f"{GENERAL_CAP}; previous = one hand-set 0.45 for both",
+                    f"{GENERAL_CAP}; current = the values shipped when the run started; previous = one hand-set 0.45 for both",
         "grid": {"useful_score": GRID_USEFUL, "strong_corpus_score": GRID_STRONG},
         "folds": folds,
-        "held_out_pooled": {"chosen": summarise(held_rows["chosen"]), "previous": summarise(held_rows["previous"])},
+        "held_out_pooled": {k: summarise(v) for k, v in held_rows.items()},
+        "current": {"useful_score": CURRENT[0], "strong_corpus_score": CURRENT[1]},
         "final": {"useful_score": final[0], "strong_corpus_score": final[1],
                   "in_sample": summarise(rows_of(final, names)), "general": vars(general[final])},
         "previous_in_sample": {"all": summarise(rows_of(PREVIOUS, names)), "general": vars(general[PREVIOUS])},
@@ -158,9 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1, default=str) + "\n", encoding="utf-8")
     cols = ["n", "complete", "gold injected", "memory evidence", "hit@1"]
-    held_table = [f["chosen_row"] for f in folds] + [f["previous_row"] for f in folds] + [
-        row("pooled: chosen per fold", held_rows["chosen"]), row(f"pooled: previous {PREVIOUS}", held_rows["previous"])]
+    held_table = [f["chosen_row"] for f in folds] + [f["current_row"] for f in folds] + [
+        f["previous_row"] for f in folds] + [
+        row("pooled: chosen per fold", held_rows["chosen"]), row(f"pooled: current {CURRENT}", held_rows["current"]),
+        row(f"pooled: previous {PREVIOUS}", held_rows["previous"])]
     final_table = [row(f"final {final} (in-sample)", rows_of(final, names), general[final]),
+                   row(f"current {CURRENT}", rows_of(CURRENT, names), general[CURRENT]),
                    row(f"previous {PREVIOUS}", rows_of(PREVIOUS, names), general[PREVIOUS])]
     md = [
         "# Usefulness thresholds (leave-one-file-out)", "",
@@ -193,7 +205,7 @@ def measure_blind(files: Sequence[Path], sets: Sequence[Any], final: Config) -> 
                                                           recent=h.base_config.corpus_recent_context, route=None,
                                                           ask_in=m, only=names, overrides=overrides(c)).values()
                        for o in rows]
-               for label, c in (("final", final), ("previous", PREVIOUS))}
+               for label, c in (("final", final), ("current", CURRENT), ("previous", PREVIOUS))}
     return {"files": [f.name for f in files], "final": final,
             "rows": {k: summarise(v) for k, v in got.items()}}
 
@@ -201,7 +213,8 @@ def measure_blind(files: Sequence[Path], sets: Sequence[Any], final: Config) -> 
 def blind_markdown(blind: Mapping[str, Any]) -> list[str]:
     if not blind:
         return []
-    table = [{"system": f"{k} {blind['final'] if k == 'final' else PREVIOUS}", "n": str(r["n"]),
+    label = {"final": blind["final"], "current": CURRENT, "previous": PREVIOUS}
+    table = [{"system": f"{k} {label[k]}", "n": str(r["n"]),
               "complete": f"{r['complete']:.3f}", "gold injected": f"{r['injected']:.3f}",
               "memory evidence": f"{r['memory']:.3f}", "hit@1": f"{r['hit1']:.3f}"} for k, r in blind["rows"].items()]
     return [f"## Blind files ({', '.join(blind['files'])}): measured after the choice, never chosen on", "",
