@@ -311,6 +311,9 @@ def test_middleware_injects_recall_and_stores_turns_after_answer(cr: ChatRecall)
     assert [m.type for m in llm.calls[0]] == ["system", "human"]  # history untouched, one system message
     state = out["chatrecall"]
     assert state["route"] == "memory" and state["reasons"]
+    # the reasons read as the result's own explain() shows them (helper-109 saw two wordings)
+    assert all(r in cr.retrieve(BILLING_Q, user_id="u1", session_id="s1").gate.explain() for r in state["reasons"])
+    assert state["confidence"] == round(state["confidence"], 4), state["confidence"]
     assert any("Postgres" in i["text"] for i in state["items"])
     assert [(r.role, r.text) for r in ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s1").records()] == [
         ("user", BILLING_Q), ("assistant", "You use Postgres.")]

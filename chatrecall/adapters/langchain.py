@@ -175,7 +175,7 @@ def record_to_message(record: Record) -> BaseMessage:
 
 
 def _reasons(result: RetrievalResult) -> list[str]:
-    return [f"{r.category}: {r.match!r} ({r.weight:+.2f})" for r in result.gate.reasons]
+    return [str(r) for r in result.gate.reasons]
 
 
 def _document(item: ScoredItem, *, route: str, reasons: list[str]) -> Document:
@@ -195,11 +195,11 @@ def result_summary(result: RetrievalResult) -> dict[str, Any]:
         "message": result.message,
         "route": result.route.value,
         "gate_route": result.gate.route.value,
-        "confidence": result.gate.confidence,
+        "confidence": round(result.gate.confidence, 4),
         "reasons": _reasons(result),
         "pins": [{"id": p.id, "text": p.text} for p in result.pins],
         "items": [
-            {"id": i.id, "text": i.text, "source": i.source, "score": i.score, "tier": i.tier, "why": i.why}
+            {"id": i.id, "text": i.text, "source": i.source, "score": round(i.score, 4), "tier": i.tier, "why": i.why}
             for i in result.items
         ],
         "recent": len(result.recent),

@@ -108,7 +108,7 @@ def _gate_fields(result: RetrievalResult | None) -> dict[str, Any]:
         return {}
     return {
         "route": result.route.value,
-        "reasons": [f"{r.category}:{r.match!r}({r.weight:+.2f})" for r in result.gate.reasons],
+        "reasons": [str(r) for r in result.gate.reasons],
         "gate": result.gate.explain(),
     }
 

@@ -167,6 +167,10 @@ class GateReason:
     match: str
     name: str = ""
 
+    def __str__(self) -> str:
+        """``category:'match'(+weight)``, as :meth:`GateDecision.explain` and the adapters' metadata show it."""
+        return f"{self.category}:{self.match!r}({self.weight:+.2f})"
+
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:
@@ -207,7 +211,7 @@ class GateDecision:
             learned += " (question rule: a question the combiner was unsure of keeps the pattern scores' route)"
         if not self.reasons:
             return f"route={self.route.value}{learned}: no trigger pattern fired"
-        parts = [f"{r.category}:{r.match!r}({r.weight:+.2f})" for r in self.reasons]
+        parts = [str(r) for r in self.reasons]
         return f"route={self.route.value} conf={self.confidence:.2f}{learned}: " + ", ".join(parts)
 
 
