@@ -18,7 +18,7 @@ ROOT = Path(chatrecall.__file__).parent
 
 EXPECTED_TOP = {
     "BudgetConfig", "ChatRecall", "ChatRecallError", "ConfigError", "Entity", "ForgetReport", "Gate",
-    "GateConfig", "GateDecision", "GatePattern", "GateReason", "InvalidInputError", "NotFoundError", "Pin",
+    "GateConfig", "GateDecision", "GatePattern", "GateReason", "InvalidArgumentError", "InvalidInputError", "NotFoundError", "Pin",
     "PinConfig", "PinLimitError", "QueryType", "Record", "RetrievalConfig", "RetrievalResult", "Route",
     "ScoredItem", "StoreError", "StoreLimits", "StoreUnavailableError", "Strategy", "Turn", "__version__",
     "connect",
@@ -38,7 +38,8 @@ ADAPTER_NEEDS = {
     "Batch", "Candidate", "ChatRecall", "ChatRecallError", "ConfigError", "Embedder", "InvalidInputError",
     "NotFoundError", "Pin", "PinCommand", "PinCommandResult", "Record", "RegexEntityExtractor", "RetrievalResult",
     "Scalar", "ScoredItem", "StoreError", "StoreHit", "StoreUnavailableError", "Strategy", "Turn", "Where",
-    "apply_pin_command", "check_id", "check_k", "check_pin_scope", "check_strategy", "format_context", "parse_pin_command", "rerank",
+    "apply_pin_command", "check_id", "check_k", "check_keywords", "check_pin_scope", "check_strategy", "format_context",
+    "keywords_checked", "parse_pin_command", "rerank",
 }
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from ._common import check_engine, item_metadata
+from ._common import check_engine, check_fields, item_metadata
 from ._guard import require
 
 require("langchain_core", "langchain", package="langchain-core")
@@ -88,6 +88,7 @@ from chatrecall.core import (  # noqa: E402
     check_k,
     check_pin_scope,
     check_strategy,
+    keywords_checked,
     parse_pin_command,
 )
 
@@ -284,6 +285,7 @@ class ChatRecallRetriever(BaseRetriever):
 
     def __init__(self, **data: Any) -> None:
         # Checked before pydantic so bad input raises chatrecall errors, not ValidationError.
+        check_fields(type(self), data)
         engine = check_engine(data.get("engine"), "ChatRecallRetriever")
         if data.get("user_id") is None:
             raise InvalidInputError("ChatRecallRetriever needs user_id: whose memories it searches, e.g. "
@@ -381,6 +383,7 @@ class ChatRecallMemory(BaseMemory):
     _last: RetrievalResult | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        check_fields(type(self), data)
         engine = check_engine(data.get("engine"), "ChatRecallMemory")
         check_id("user_id", data.get("user_id"), engine.limits)
         check_id("session_id", data.get("session_id"), engine.limits)
@@ -461,6 +464,7 @@ class ChatRecallChatMessageHistory(BaseChatMessageHistory):
         ...     input_messages_key="question", history_messages_key="history")  # doctest: +SKIP
     """
 
+    @keywords_checked
     def __init__(self, engine: ChatRecall, *, user_id: str, session_id: str) -> None:
         self.engine = check_engine(engine, "ChatRecallChatMessageHistory")
         self.user_id = check_id("user_id", user_id, engine.limits)
@@ -545,6 +549,7 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
 
     state_schema = ChatRecallAgentState
 
+    @keywords_checked
     def __init__(
         self,
         engine: ChatRecall,
@@ -723,6 +728,7 @@ class PinCallbackHandler(BaseCallbackHandler):
 
     run_inline = True  # apply the pin before the run goes on, also in async runs
 
+    @keywords_checked
     def __init__(
         self,
         engine: ChatRecall,

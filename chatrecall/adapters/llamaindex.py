@@ -52,10 +52,11 @@ from chatrecall.core import (
     Turn,
     check_id,
     format_context,
+    keywords_checked,
     rerank,
 )
 
-from ._common import check_engine, item_metadata
+from ._common import check_engine, check_fields, item_metadata
 from ._guard import require
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
@@ -266,6 +267,7 @@ class ChatRecallRetriever(BaseRetriever):
             ``search`` mode.
     """
 
+    @keywords_checked
     def __init__(
         self,
         engine: ChatRecall,
@@ -374,6 +376,7 @@ class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
     _last: RetrievalResult | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        check_fields(type(self), data)
         super().__init__(**data)
         check_engine(self.engine, "ChatRecallMemoryBlock")  # after pydantic, so the caller gets our ConfigError, not a ValidationError
 
@@ -479,6 +482,7 @@ class ChatRecallMemory(BaseMemory):
     _shown: frozenset[str] = PrivateAttr(default=frozenset())
 
     def __init__(self, **data: Any) -> None:
+        check_fields(type(self), data)
         # Ids are checked before pydantic, so the caller gets our InvalidInputError, not a ValidationError.
         engine = check_engine(data.get("engine"), "ChatRecallMemory")
         for name in ("user_id", "session_id"):
@@ -508,6 +512,7 @@ class ChatRecallMemory(BaseMemory):
         Raises:
             ConfigError: ``engine``, ``user_id`` or ``session_id`` is missing.
         """
+        check_fields(cls, kwargs)
         for name, value in (("engine", engine), ("user_id", user_id), ("session_id", session_id)):
             if value is None:
                 raise ConfigError(f"{name}=None is invalid: ChatRecallMemory.from_defaults needs {name}")
@@ -660,6 +665,7 @@ class ChatRecallEmbedding(BaseEmbedding):
     embedder: Any = Field(exclude=True, description="A chatrecall Embedder.")
 
     def __init__(self, **data: Any) -> None:
+        check_fields(type(self), data)
         super().__init__(**data)
         if not isinstance(self.embedder, Embedder):
             raise ConfigError(f"embedder={self.embedder!r} is invalid: pass a chatrecall Embedder")
@@ -792,6 +798,7 @@ class ChatRecallPostprocessor(BaseNodePostprocessor):
     _embedder: Embedder | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        check_fields(type(self), data)
         super().__init__(**data)
         emb = self.embedder
         if isinstance(emb, BaseEmbedding):

@@ -10,6 +10,7 @@ from ._entities import RegexEntityExtractor, fold_key
 from ._errors import (
     ChatRecallError,
     ConfigError,
+    InvalidArgumentError,
     InvalidInputError,
     NotFoundError,
     PinLimitError,
@@ -42,7 +43,7 @@ from ._types import (
     Turn,
     Where,
 )
-from ._validate import check_id, check_k, check_strategy
+from ._validate import check_id, check_k, check_keywords, check_strategy, keywords_checked
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -66,6 +67,7 @@ __all__ = [
     "GateReason",
     "HashEmbedder",
     "InMemoryStore",
+    "InvalidArgumentError",
     "InvalidInputError",
     "MemoryStore",
     "Metrics",
@@ -100,12 +102,14 @@ __all__ = [
     "budget_for",
     "check_id",
     "check_k",
+    "check_keywords",
     "check_pin_scope",
     "check_strategy",
     "classify_query",
     "find_pin",
     "fold_key",
     "format_context",
+    "keywords_checked",
     "parse_pin_command",
     "rerank",
     "select_items",

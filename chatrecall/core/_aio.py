@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ._errors import ConfigError
 from ._types import ForgetReport, Pin, Record, RetrievalResult, Route, ScoredItem, Strategy, Turn
+from ._validate import keywords_checked
 
 if TYPE_CHECKING:
     from ._engine import ChatRecall
@@ -117,6 +118,7 @@ class _AsyncMixin:
         await self.aclose()
 
     # ------------------------------------------------------------------ write path
+    @keywords_checked
     async def aadd(
         self,
         text: str,
@@ -131,12 +133,14 @@ class _AsyncMixin:
         return await self._arun(self._sync().add, text, user_id=user_id, session_id=session_id, role=role,
                                 timestamp=timestamp, metadata=metadata)
 
+    @keywords_checked
     async def aadd_many(self, turns: Iterable[Turn | Mapping[str, Any]]) -> list[str]:
         """Async :meth:`ChatRecall.add_many`: store many turns in one embedding batch."""
         if not isinstance(turns, (str, bytes, Mapping, Sequence)) and isinstance(turns, Iterable):
             turns = list(turns)  # a generator is consumed here, not in a worker thread
         return await self._arun(self._sync().add_many, turns)
 
+    @keywords_checked
     async def aadd_documents(
         self,
         documents: Iterable[str | Mapping[str, Any]],
@@ -152,6 +156,7 @@ class _AsyncMixin:
                                 overlap_words=overlap_words)
 
     # ------------------------------------------------------------------ read path
+    @keywords_checked
     async def aretrieve(
         self,
         message: str,
@@ -170,6 +175,7 @@ class _AsyncMixin:
                                 strategy=strategy, route=route, budget_tokens=budget_tokens,
                                 include_recent=include_recent, exclude_ids=exclude_ids)
 
+    @keywords_checked
     async def asearch(
         self,
         query: str,
@@ -183,23 +189,28 @@ class _AsyncMixin:
         return await self._arun(self._sync().search, query, user_id=user_id, k=k, strategy=strategy,
                                 session_id=session_id)
 
+    @keywords_checked
     async def ahistory(self, user_id: str, session_id: str) -> list[Record]:
         """Async :meth:`ChatRecall.history`: every stored turn of a session, oldest first."""
         return await self._arun(self._sync().history, user_id, session_id)
 
     # ------------------------------------------------------------------ pins and forget
+    @keywords_checked
     async def apin(self, text: str, *, user_id: str, session_id: str | None = None) -> Pin:
         """Async :meth:`ChatRecall.pin`: pin a standing constraint."""
         return await self._arun(self._sync().pin, text, user_id=user_id, session_id=session_id)
 
+    @keywords_checked
     async def aunpin(self, pin_id: str | Pin, *, user_id: str | None = None) -> Pin:
         """Async :meth:`ChatRecall.unpin`: remove a pin by id (or the :class:`Pin` itself)."""
         return await self._arun(self._sync().unpin, pin_id, user_id=user_id)
 
+    @keywords_checked
     async def apins(self, user_id: str, session_id: str | None = None) -> list[Pin]:
         """Async :meth:`ChatRecall.pins`: the user's pins, oldest first."""
         return await self._arun(self._sync().pins, user_id, session_id)
 
+    @keywords_checked
     async def aforget(self, user_id: str, session_id: str | None = None) -> ForgetReport:
         """Async :meth:`ChatRecall.forget`: delete a user's (or one session's) memories and pins."""
         return await self._arun(self._sync().forget, user_id, session_id)

@@ -66,6 +66,7 @@ from ._validate import (
     check_strategy,
     check_text,
     check_turn,
+    keywords_checked,
 )
 
 __all__ = ["ChatRecall"]
@@ -227,6 +228,7 @@ class ChatRecall(_AsyncMixin):
             when usearch is installed). None: a built-in sign-bit shortlist.
     """
 
+    @keywords_checked
     def __init__(
         self,
         *,
@@ -374,6 +376,7 @@ class ChatRecall(_AsyncMixin):
     def _make_turn(self, t: Turn | Mapping[str, Any]) -> Turn:
         return check_turn(t, self.limits)  # mappings may say ``content`` for ``text``
 
+    @keywords_checked
     def add(
         self,
         text: str,
@@ -399,6 +402,7 @@ class ChatRecall(_AsyncMixin):
                   timestamp=timestamp, metadata=metadata)]  # type: ignore[arg-type]
         )[0]
 
+    @keywords_checked
     def add_many(self, turns: Iterable[Turn | Mapping[str, Any]]) -> list[str]:
         """Store many turns in one embedding batch; returns ids in input order.
 
@@ -454,6 +458,7 @@ class ChatRecall(_AsyncMixin):
                 self.metrics.incr("memories_stored", len(records))
         return ids
 
+    @keywords_checked
     def add_documents(
         self,
         documents: Iterable[str | Mapping[str, Any]],
@@ -537,6 +542,7 @@ class ChatRecall(_AsyncMixin):
             st.pins_loaded_at = self._clock()
         return st.pins
 
+    @keywords_checked
     def pin(self, text: str, *, user_id: str, session_id: str | None = None) -> Pin:
         """Pin a standing constraint; it is injected on every turn until unpinned.
 
@@ -579,6 +585,7 @@ class ChatRecall(_AsyncMixin):
             self.metrics.incr("pins_added")
             return pin
 
+    @keywords_checked
     def unpin(self, pin_id: str | Pin, *, user_id: str | None = None) -> Pin:
         """Remove a pin; returns it.
 
@@ -604,6 +611,7 @@ class ChatRecall(_AsyncMixin):
         return Pin(id=rec.id, text=rec.text, user_id=rec.user_id, session_id=rec.session_id or None,
                    created_at=rec.timestamp, tokens=self.token_counter.count(rec.text))
 
+    @keywords_checked
     def pins(self, user_id: str, session_id: str | None = None) -> list[Pin]:
         """The user's pins, oldest first: global ones plus those of ``session_id`` if given."""
         check_id("user_id", user_id, self.limits)
@@ -615,6 +623,7 @@ class ChatRecall(_AsyncMixin):
         return [p for p in allp if p.session_id in (None, session_id)]
 
     # ================================================================ forget
+    @keywords_checked
     def forget(self, user_id: str, session_id: str | None = None) -> ForgetReport:
         """Delete a user's (or one session's) memories, pins and index entries.
 
@@ -651,6 +660,7 @@ class ChatRecall(_AsyncMixin):
         self.metrics.incr("forgets")
         return ForgetReport(user_id=user_id, session_id=session_id, memories=mem, pins=pins)
 
+    @keywords_checked
     def count(self, user_id: str, session_id: str | None = None) -> int:
         """Memories stored for a user (or one session), read from the store."""
         check_id("user_id", user_id, self.limits)
@@ -660,17 +670,20 @@ class ChatRecall(_AsyncMixin):
         return self.store.count(COLLECTION_MEMORIES, where)
 
     # ================================================================ read path
+    @keywords_checked
     def decide(self, message: str) -> GateDecision:
         """Run only the gate (no search, no I/O)."""
         check_text("message", message, self.limits)
         return self.gate.decide(message)
 
+    @keywords_checked
     def recent(self, user_id: str, session_id: str) -> tuple[ScoredItem, ...]:
         """The recent window of a session: last N turns, each and all token capped."""
         check_id("user_id", user_id, self.limits)
         check_id("session_id", session_id, self.limits)
         return self._recent(self._state(user_id), session_id)
 
+    @keywords_checked
     def history(self, user_id: str, session_id: str) -> list[Record]:
         """Every stored turn of a session, oldest first (read from the store)."""
         check_id("user_id", user_id, self.limits)
@@ -704,6 +717,7 @@ class ChatRecall(_AsyncMixin):
                                   record=rec))
         return tuple(reversed(out))
 
+    @keywords_checked
     def search(
         self,
         query: str,
@@ -963,6 +977,7 @@ class ChatRecall(_AsyncMixin):
                 return f"memory supplies an entity for {conts[0]!r}"
         return None
 
+    @keywords_checked
     def retrieve(
         self,
         message: str,
@@ -1728,6 +1743,7 @@ class ChatRecall(_AsyncMixin):
         return planned
 
     # ================================================================ memories by id
+    @keywords_checked
     def upsert(
         self,
         memory_id: str,
@@ -1783,6 +1799,7 @@ class ChatRecall(_AsyncMixin):
         self.metrics.incr("memories_stored")
         return rec
 
+    @keywords_checked
     def get_memories(
         self, user_id: str, *, ids: Sequence[str] | None = None, session_id: str | None = None
     ) -> list[Record]:
@@ -1806,6 +1823,7 @@ class ChatRecall(_AsyncMixin):
         batch = self.store.get(COLLECTION_MEMORIES, ids=ids, where=where)
         return sorted(batch.records, key=lambda r: (r.timestamp, r.seq, r.id))
 
+    @keywords_checked
     def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete some of a user's memories by id; returns how many were deleted.
 
@@ -1828,6 +1846,7 @@ class ChatRecall(_AsyncMixin):
         self.metrics.incr("memories_deleted", n)
         return n
 
+    @keywords_checked
     def list_sessions(self, user_id: str | None = None, *, role: str | None = None) -> list[tuple[str, str]]:
         """Distinct ``(user_id, session_id)`` pairs that have stored memories, sorted.
 
@@ -1864,6 +1883,7 @@ class ChatRecall(_AsyncMixin):
                 g = self._gate
         return g
 
+    @keywords_checked
     def warm(self, *, background: bool = False) -> threading.Thread | None:
         """Build the gate, compile all its regexes and load the embedding model now, not on the first messages.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "ChatRecallError",
     "ConfigError",
+    "InvalidArgumentError",
     "InvalidInputError",
     "NotFoundError",
     "PinLimitError",
@@ -24,6 +25,11 @@ class ChatRecallError(Exception):
 
 class InvalidInputError(ChatRecallError, ValueError):
     """A caller passed a value the API does not accept (empty text, wrong type, ...)."""
+
+
+class InvalidArgumentError(ChatRecallError, TypeError):
+    """A call named a keyword argument it does not take (a misspelt ``user_id``, ``k``...); the message names it
+    and the closest argument the call takes. A ``TypeError`` too, as Python's own would be."""
 
 
 class ConfigError(ChatRecallError, ValueError):

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
+import inspect
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from difflib import get_close_matches
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar, cast
 
 from ._config import StoreLimits
-from ._errors import InvalidInputError
+from ._errors import InvalidArgumentError, InvalidInputError
 from ._types import Scalar, Strategy, Turn
 
-__all__ = ["canonical_role", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
+__all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
            "check_turn"]
 
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
@@ -286,3 +289,55 @@ def check_document_fields(doc: Mapping[str, Any], where: str) -> dict[str, Any]:
                                 f"{', '.join(_DOCUMENT_FIELDS)} (and 'content' for 'text'); put anything else in "
                                 "'metadata'")
     return fields
+
+
+# ----------------------------------------------------------------- keyword names
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def check_keywords(owner: str, given: Iterable[str], accepted: Collection[str]) -> None:
+    """Refuse a keyword argument ``owner`` does not take, naming it and the closest one it takes.
+
+    Raises:
+        InvalidArgumentError: ``retrieve(..., user="u")``: "'user' is not an argument of ChatRecall.retrieve()
+            (did you mean 'user_id'?)".
+    """
+    for name in given:
+        if name not in accepted:
+            hint = get_close_matches(name, sorted(accepted), n=1, cutoff=0.5)
+            also = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise InvalidArgumentError(f"{name!r} is not an argument of {owner}{also}; it takes "
+                                       f"{', '.join(sorted(accepted))}")
+
+
+def keywords_checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorate a public function or method so that a misspelt keyword argument raises
+    :class:`InvalidArgumentError` (naming it and the closest accepted name) instead of a bare ``TypeError``.
+
+    Costs one pass over the keyword arguments a call gives; a function taking ``**kwargs`` is returned as is.
+    """
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn
+    accepted = frozenset(n for n, p in params.items()
+                         if n != "self" and p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                       inspect.Parameter.POSITIONAL_OR_KEYWORD))
+    owner = f"{fn.__qualname__.replace('.__init__', '')}()"
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            if kwargs and not accepted.issuperset(kwargs):
+                check_keywords(owner, kwargs, accepted)
+            return await fn(*args, **kwargs)  # type: ignore[misc]
+
+        return cast(Callable[_P, _R], checked_async)
+
+    @functools.wraps(fn)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if kwargs and not accepted.issuperset(kwargs):
+            check_keywords(owner, kwargs, accepted)
+        return fn(*args, **kwargs)
+
+    return checked
