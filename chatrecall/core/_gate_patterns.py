@@ -691,7 +691,7 @@ DEFAULT_PATTERNS: tuple[GatePattern, ...] = (
     _p(CORRECTION, r"(?:(?<=,\s)|(?<=,))not\s+(?:the\s+|my\s+|a\s+|an\s+|on\s+|in\s+)?[\w'-]+(?:\s+[\w'-]+)?\W*$|"
                    r"\bnot\s+the\s+\d+(?:st|nd|rd|th)?\W*$|"
                    r"\byou(?:'ve)?\s+got\s+(?:the|my|our)\s+[\w-]+\s+wrong\b|\bi\s+never\s+(?:said|told|asked)\b|"
-                   r"\b(?:the|that's\s+the|that\s+is\s+the)\s+wrong\s+[\w-]+|\b(?:is|was|are)\s+wrong\b|"
+                   r"\b(?:the|that's\s+the|that\s+is\s+the)\s+wrong\s+[\w-]+|\b(?:is|was|are)\s+wrong\b(?!\s+with\b)|"
                    r"\b(?:isn't|is\s+not|wasn't|was\s+not|aren't)\b[^.!?]{0,40},\s*(?:it's|it\s+is|it\s+was|"
                    r"they're)\b", 0.8, name="correction.not_y_or_wrong"),
     _p(CORRECTION, r"\byou(?:'ve)?\s+(?:got|have)\s+(?:it|that|them)\s+(?:backwards|wrong|mixed\s+up|the\s+wrong\s+way)\b|"

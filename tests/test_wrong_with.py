@@ -1,0 +1,36 @@
+""""What's wrong with X" asks about a fault; "that's wrong" corrects (criterion C33, stop 35).
+
+helper-110: "what did the physio say is wrong with my knee?" was read as a correction ("is wrong"), which forced a
+memory pass searched together with the previous, unrelated question. The labelled sets hold seven such questions
+("what did the mechanic say was wrong with the car"), all plain memory questions.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chatrecall import Gate, GateConfig
+
+GATES = [Gate(GateConfig()), Gate(GateConfig(learned=False))]
+
+
+@pytest.mark.parametrize("gate", GATES, ids=["learned", "patterns"])
+@pytest.mark.parametrize("message", [
+    "what did the physio say is wrong with my knee?",
+    "what did the mechanic say was wrong with the car",
+    "remind me what was wrong with the boiler",
+])
+def test_a_fault_question_is_no_correction(gate: Gate, message: str) -> None:
+    d = gate.decide(message)
+    assert not d.correction, d.explain()
+    assert d.route.wants_memory, d.explain()
+
+
+@pytest.mark.parametrize("gate", GATES, ids=["learned", "patterns"])
+@pytest.mark.parametrize("message", [
+    "that date is wrong, it's the 14th",
+    "the total was wrong, it's 1450",
+    "no, that's wrong, the flight is at 7pm",
+])
+def test_a_correction_still_is_one(gate: Gate, message: str) -> None:
+    assert gate.decide(message).correction, gate.decide(message).explain()
