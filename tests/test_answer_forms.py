@@ -224,6 +224,10 @@ HOLDS_PRICE = [
     "the annual pass costs 30 euros",
     "tickets are 15 pounds each",
     "parking is free after 6pm",
+    # helper-110 (stop 35): a currency code before the amount, as quotes and invoices write it
+    "skip hire (skip hire GBP 280)",
+    "carries a service charge of AUD 20",
+    "Total: USD 1,250.00",
 ]
 NO_PRICE = [
     "we went through 22 sacks of strong white",
@@ -232,6 +236,7 @@ NO_PRICE = [
     "the ferry takes 45 minutes",
     "Anya is 9 and in Year 4",
     "I have some free time on Friday",
+    "the EUR/USD rate moved",
 ]
 
 

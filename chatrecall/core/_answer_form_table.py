@@ -82,9 +82,10 @@ _PRICE_ASKED = (
     r"|\bhow\s+much\s+(?:does|do|will|would|should)\b[^?.!]{0,40}?\b(?:cost|charge|be|come\s+to)\b"
     r"|\bwhat(?:'s|\s+is|\s+are|\s+does)\s+(?:the\s+|a\s+|it\s+)?(?:\w+\s+)?(?:price|cost|fee|fare|charge|rate)s?\b"
 )
-# an amount of money: "£4.50", "$12", "30 euros", "15 pounds", "free"
+# an amount of money: "£4.50", "$12", "30 euros", "15 pounds", "GBP 280" (a quote's currency code first), "free"
 _PRICE_HELD = (
-    r"[£$€]\s?\d|\b\d+(?:[.,]\d+)?\s?(?:p|pence|pounds?|quid|dollars?|euros?|gbp|usd|eur)\b"
+    r"[£$€¥₹]\s?\d|\b\d+(?:[.,]\d+)?\s?(?:p|pence|pounds?|quid|dollars?|euros?|gbp|usd|eur)\b"
+    r"|\b(?:gbp|usd|eur|aud|cad|nzd|chf|jpy|inr|sek|nok|dkk)\s?\d"
     r"|\bfree\b(?!\s+(?:time|day|afternoon|morning|evening|weekend))|\bno\s+charge\b"
 )
 
