@@ -70,7 +70,7 @@ def connect(
             milliseconds per write; in a child process it cannot. For async
             apps on an embedded store (see ``docs/agents.md``).
         warm: Build the retrieval gate and load the embedding model in a background thread now
-            (:meth:`ChatRecall.warm`), so the first turn does not wait for them (about 2.5 s on a 2-core machine). False
+            (:meth:`ChatRecall.warm`), so the first turn does not wait for them (about 0.8 s on a 2-core machine). False
             for a short-lived process that only counts or lists (the CLI's ``stats``).
         **engine_kwargs: Passed to :class:`ChatRecall`: ``token_counter``,
             ``retrieval``, ``budget``, ``pins``, ``gate``, ``limits`` (config

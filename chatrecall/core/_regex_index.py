@@ -17,14 +17,19 @@ the regex (:func:`closed_words`).
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
+import json
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
-__all__ = ["MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "ascii_safe", "closed_words",
-           "needs_ignorecase", "required_by_first_word", "required_chars", "required_words"]
+__all__ = ["COMPUTED", "MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "ascii_safe", "closed_words",
+           "compute", "encode", "needs_ignorecase", "required_by_first_word", "required_chars", "required_words",
+           "shipped_python", "table_key"]
 
 # --- first-word analysis ----------------------------------------------------
 #
@@ -646,12 +651,111 @@ def _ascii_safe(regex: str, flags: int = 0) -> bool:
         return False
 
 
+# --- the shipped analysis ---------------------------------------------------
+#
+# The analysis of the default patterns takes about 2 s (the first gate of every process waited for it). Its
+# results ship in ``chatrecall/data/gate_analysis.json``, written by ``benchmarks/build_gate_analysis.py`` from
+# these same functions; a regex found there is read, any other is analysed as above. The file is used only on
+# the Python version that wrote it (the walks read ``re._parser``'s output), and tests/test_gate_analysis.py
+# checks every entry against a fresh analysis, so the shipped table never changes what a gate decides.
+
+_TABLE_FILE = "gate_analysis.json"
+_MISS = object()
+#: (function name, flags, regex) -> result, of every analysis computed in this process (the build script's record).
+COMPUTED: dict[tuple[str, int, str], Any] = {}
+
+
+def _python() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@functools.cache
+def _table() -> dict[str, dict[str, Any]]:
+    """The shipped entries by function name, keyed ``f"{flags}:{regex}"``; empty when the file is missing,
+    unreadable or written by another Python version."""
+    try:
+        raw = json.loads(resources.files("chatrecall").joinpath("data", _TABLE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # pragma: no cover - a broken install: analyse instead
+        return {}
+    if not isinstance(raw, dict) or raw.get("python") != _python() or not isinstance(raw.get("entries"), dict):
+        return {}
+    return raw["entries"]
+
+
+def _sets(v: Any) -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(ws) for ws in v)
+
+
+#: function name -> (compute, encode for JSON, decode)
+_CODECS: dict[str, tuple[Any, Any, Any]] = {
+    "analyse": (_analyse, lambda t: None if t is None else [sorted(t.words), t.mode],
+                lambda v: None if v is None else _Trigger(frozenset(v[0]), v[1])),
+    "ascii_safe": (_ascii_safe, bool, bool),
+    "closed_words": (_closed_words, lambda ws: None if ws is None else sorted(ws),
+                     lambda v: None if v is None else frozenset(v)),
+    "required_words": (_required_words, lambda sets: [sorted(ws) for ws in sets], _sets),
+    "required_chars": (_required_chars, lambda sets: [sorted(ws) for ws in sets], _sets),
+    "required_by_first_word": (_required_by_first_word, lambda d: _encode_by_word(d), lambda v: _decode_by_word(v)),
+}
+
+
+def _encode_by_word(d: dict[str, tuple[frozenset[str], ...]]) -> dict[str, Any]:
+    """{word: sets} as the distinct sets once and each word's set numbers (a name list's 800 first words share a
+    handful of sets)."""
+    number: dict[frozenset[str], int] = {}
+    by_word = {w: [number.setdefault(ws, len(number)) for ws in word_sets] for w, word_sets in sorted(d.items())}
+    return {"sets": [sorted(ws) for ws in number], "by_word": by_word}
+
+
+def _decode_by_word(v: dict[str, Any]) -> dict[str, tuple[frozenset[str], ...]]:
+    sets = [frozenset(ws) for ws in v["sets"]]
+    return {w: tuple(sets[n] for n in nums) for w, nums in v["by_word"].items()}
+
+
+def table_key(regex: str, flags: int = 0) -> str:
+    """The shipped table's key of ``regex`` compiled with ``flags``."""
+    return hashlib.sha1(f"{flags}:{regex}".encode()).hexdigest()
+
+
+def _shipped(name: str) -> Any:
+    compute, _, decode = _CODECS[name]
+
+    @functools.lru_cache(maxsize=4096)  # pure, as the function it reads for
+    def get(regex: str, flags: int = 0) -> Any:
+        hit = _table().get(name, {}).get(table_key(regex, flags), _MISS)
+        if hit is not _MISS:
+            return decode(hit)
+        out = compute(regex, flags)
+        COMPUTED[(name, flags, regex)] = out
+        return out
+
+    get.__name__ = get.__qualname__ = name
+    get.__doc__ = compute.__doc__
+    return get
+
+
+def encode(name: str, value: Any) -> Any:
+    """``value``, a result of the analysis function ``name``, as the shipped table stores it."""
+    return _CODECS[name][1](value)
+
+
+def compute(name: str, regex: str, flags: int = 0) -> Any:
+    """The analysis function ``name`` run on ``regex``, never read from the shipped table (for the build script
+    and the test that checks the table)."""
+    return _CODECS[name][0](regex, flags)
+
+
+def shipped_python() -> str:
+    """The Python version (major.minor) whose analysis the table holds here, as the running one reads it."""
+    return _python()
+
+
 MODE_AT, MODE_FIRST, MODE_SEARCH = _MODE_AT, _MODE_FIRST, _MODE_SEARCH
 Trigger = _Trigger
-analyse = _analyse
 needs_ignorecase = _needs_ignorecase
-closed_words = _closed_words
-required_words = _required_words
-required_by_first_word = _required_by_first_word
-required_chars = _required_chars
-ascii_safe = _ascii_safe
+analyse = _shipped("analyse")
+closed_words = _shipped("closed_words")
+required_words = _shipped("required_words")
+required_by_first_word = _shipped("required_by_first_word")
+required_chars = _shipped("required_chars")
+ascii_safe = _shipped("ascii_safe")
