@@ -49,7 +49,7 @@ from pydantic import AnyHttpUrl  # noqa: E402
 
 from ._version import __version__  # noqa: E402
 from .adapters._common import check_engine  # noqa: E402
-from .core import ChatRecall, ChatRecallError, ConfigError, RetrievalResult, check_id  # noqa: E402
+from .core import ChatRecall, ChatRecallError, ConfigError, RetrievalResult, check_id, keywords_checked  # noqa: E402
 
 __all__ = ["DEFAULT_SESSION", "TokenFileVerifier", "build_server", "load_auth_file", "serve"]
 
@@ -126,6 +126,7 @@ def _summary(res: RetrievalResult) -> dict[str, Any]:
     }
 
 
+@keywords_checked
 def build_server(
     engine: ChatRecall,
     *,
@@ -244,6 +245,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+@keywords_checked
 def serve(
     engine: ChatRecall,
     *,

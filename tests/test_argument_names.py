@@ -68,3 +68,15 @@ def test_llamaindex_classes_refuse_an_option_they_do_not_take(make_engine: Any) 
                    "sesion_id", "session_id")
     _raises_naming(lambda: ChatRecallMemory(engine=eng, user_id="u", session_id="s", kk=1), "kk", "k")
     _raises_naming(lambda: ChatRecallPostprocessor(topn=3), "topn", "top_n")
+
+
+def test_langgraph_store_and_mcp_server_name_it_too(make_engine: Any) -> None:
+    eng = make_engine()
+    pytest.importorskip("langgraph.store.base")
+    from chatrecall.adapters.langgraph import ChatRecallStore
+
+    _raises_naming(lambda: ChatRecallStore(eng, user_postion=1), "user_postion", "user_position")
+    pytest.importorskip("mcp")
+    from chatrecall.mcp_server import build_server
+
+    _raises_naming(lambda: build_server(eng, userid="u"), "userid", "user_id")

@@ -76,7 +76,7 @@ from langgraph.store.base import (  # noqa: E402
     SearchOp,
 )
 
-from chatrecall.core import ChatRecall, InvalidInputError, Record, check_id  # noqa: E402
+from chatrecall.core import ChatRecall, InvalidInputError, Record, check_id, keywords_checked  # noqa: E402
 
 from ._common import check_engine  # noqa: E402
 
@@ -216,6 +216,7 @@ class ChatRecallStore(BaseStore):
 
     supports_ttl = False
 
+    @keywords_checked
     def __init__(
         self,
         engine: ChatRecall,
