@@ -6,7 +6,7 @@ third-party framework, so every adapter can import this module.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from chatrecall.core import ChatRecall, ConfigError, ScoredItem, check_keywords
@@ -14,7 +14,7 @@ from chatrecall.core import ChatRecall, ConfigError, ScoredItem, check_keywords
 __all__ = ["check_engine", "check_fields", "item_metadata"]
 
 
-def check_fields(cls: type, data: Mapping[str, Any], also: Iterable[str] = ()) -> None:
+def check_fields(cls: type, data: Mapping[str, Any]) -> None:
     """Refuse a keyword a pydantic-based adapter class does not take (pydantic would drop it silently:
     ``ChatRecallRetriever(engine=cr, user_id="u", kk=3)`` searched the default ``k``), naming the closest field.
 
@@ -22,7 +22,7 @@ def check_fields(cls: type, data: Mapping[str, Any], also: Iterable[str] = ()) -
         InvalidArgumentError: the misspelt name and the closest field (:func:`chatrecall.core.check_keywords`).
     """
     fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
-    accepted = {*fields, *(f.alias for f in fields.values() if getattr(f, "alias", None)), *also}
+    accepted = {*fields, *(f.alias for f in fields.values() if getattr(f, "alias", None))}
     check_keywords(cls.__name__, data, accepted)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["COMPUTED", "MODE_AT", "MODE_FIRST", "MODE_SEARCH", "Trigger", "analyse", "ascii_safe", "closed_words",
            "compute", "encode", "needs_ignorecase", "required_by_first_word", "required_chars", "required_words",
-           "shipped_python", "table_key"]
+           "table_key"]
 
 # --- first-word analysis ----------------------------------------------------
 #
@@ -671,7 +671,7 @@ def _python() -> str:
 
 @functools.cache
 def _table() -> dict[str, dict[str, Any]]:
-    """The shipped entries by function name, keyed ``f"{flags}:{regex}"``; empty when the file is missing,
+    """The shipped entries by function name, keyed by :func:`table_key`; empty when the file is missing,
     unreadable or written by another Python version."""
     try:
         raw = json.loads(resources.files("chatrecall").joinpath("data", _TABLE_FILE).read_text(encoding="utf-8"))
@@ -686,17 +686,8 @@ def _sets(v: Any) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(ws) for ws in v)
 
 
-#: function name -> (compute, encode for JSON, decode)
-_CODECS: dict[str, tuple[Any, Any, Any]] = {
-    "analyse": (_analyse, lambda t: None if t is None else [sorted(t.words), t.mode],
-                lambda v: None if v is None else _Trigger(frozenset(v[0]), v[1])),
-    "ascii_safe": (_ascii_safe, bool, bool),
-    "closed_words": (_closed_words, lambda ws: None if ws is None else sorted(ws),
-                     lambda v: None if v is None else frozenset(v)),
-    "required_words": (_required_words, lambda sets: [sorted(ws) for ws in sets], _sets),
-    "required_chars": (_required_chars, lambda sets: [sorted(ws) for ws in sets], _sets),
-    "required_by_first_word": (_required_by_first_word, lambda d: _encode_by_word(d), lambda v: _decode_by_word(v)),
-}
+def _sorted_sets(sets: tuple[frozenset[str], ...]) -> list[list[str]]:
+    return [sorted(ws) for ws in sets]
 
 
 def _encode_by_word(d: dict[str, tuple[frozenset[str], ...]]) -> dict[str, Any]:
@@ -704,12 +695,25 @@ def _encode_by_word(d: dict[str, tuple[frozenset[str], ...]]) -> dict[str, Any]:
     handful of sets)."""
     number: dict[frozenset[str], int] = {}
     by_word = {w: [number.setdefault(ws, len(number)) for ws in word_sets] for w, word_sets in sorted(d.items())}
-    return {"sets": [sorted(ws) for ws in number], "by_word": by_word}
+    return {"sets": _sorted_sets(tuple(number)), "by_word": by_word}
 
 
 def _decode_by_word(v: dict[str, Any]) -> dict[str, tuple[frozenset[str], ...]]:
     sets = [frozenset(ws) for ws in v["sets"]]
     return {w: tuple(sets[n] for n in nums) for w, nums in v["by_word"].items()}
+
+
+#: function name -> (compute, encode for JSON, decode)
+_CODECS: dict[str, tuple[Any, Any, Any]] = {
+    "analyse": (_analyse, lambda t: None if t is None else [sorted(t.words), t.mode],
+                lambda v: None if v is None else _Trigger(frozenset(v[0]), v[1])),
+    "ascii_safe": (_ascii_safe, bool, bool),
+    "closed_words": (_closed_words, lambda ws: None if ws is None else sorted(ws),
+                     lambda v: None if v is None else frozenset(v)),
+    "required_words": (_required_words, _sorted_sets, _sets),
+    "required_chars": (_required_chars, _sorted_sets, _sets),
+    "required_by_first_word": (_required_by_first_word, _encode_by_word, _decode_by_word),
+}
 
 
 def table_key(regex: str, flags: int = 0) -> str:
@@ -743,11 +747,6 @@ def compute(name: str, regex: str, flags: int = 0) -> Any:
     """The analysis function ``name`` run on ``regex``, never read from the shipped table (for the build script
     and the test that checks the table)."""
     return _CODECS[name][0](regex, flags)
-
-
-def shipped_python() -> str:
-    """The Python version (major.minor) whose analysis the table holds here, as the running one reads it."""
-    return _python()
 
 
 MODE_AT, MODE_FIRST, MODE_SEARCH = _MODE_AT, _MODE_FIRST, _MODE_SEARCH
