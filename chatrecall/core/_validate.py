@@ -312,10 +312,11 @@ def check_keywords(owner: str, given: Iterable[str], accepted: Collection[str]) 
 
 
 def keywords_checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Decorate a public function or method so that a misspelt keyword argument raises
-    :class:`InvalidArgumentError` (naming it and the closest accepted name) instead of a bare ``TypeError``.
+    """Decorate a public function or method so that a misspelt keyword argument or a missing required one raises
+    :class:`InvalidArgumentError` (naming it, and the closest accepted name) instead of a bare ``TypeError``.
 
-    Costs one pass over the keyword arguments a call gives; a function taking ``**kwargs`` is returned as is.
+    Costs one pass over the keyword arguments a call gives and its required arguments; a function taking
+    ``**kwargs`` is returned as is.
     """
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
@@ -324,20 +325,29 @@ def keywords_checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
                          if n != "self" and p.kind in (inspect.Parameter.KEYWORD_ONLY,
                                                        inspect.Parameter.POSITIONAL_OR_KEYWORD))
     owner = f"{fn.__qualname__.replace('.__init__', '')}()"
+    # (position a call may give it by, name) of each argument without a default; keyword-only: no position
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = tuple((i if p.kind in positional else len(params), n) for i, (n, p) in enumerate(params.items())
+                     if p.default is p.empty and p.kind in (*positional, inspect.Parameter.KEYWORD_ONLY))
+
+    def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if kwargs and not accepted.issuperset(kwargs):
+            check_keywords(owner, kwargs, accepted)
+        for i, name in required:
+            if i >= len(args) and name not in kwargs:
+                raise InvalidArgumentError(f"{owner} is missing the argument {name!r}; pass {name}=...")
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def checked_async(*args: Any, **kwargs: Any) -> Any:
-            if kwargs and not accepted.issuperset(kwargs):
-                check_keywords(owner, kwargs, accepted)
+            check(args, kwargs)
             return await fn(*args, **kwargs)  # type: ignore[misc]
 
         return cast(Callable[_P, _R], checked_async)
 
     @functools.wraps(fn)
     def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if kwargs and not accepted.issuperset(kwargs):
-            check_keywords(owner, kwargs, accepted)
+        check(args, kwargs)
         return fn(*args, **kwargs)
 
     return checked
