@@ -104,6 +104,42 @@ def _is_non_answer(text: str, role: str) -> bool:
             and len(t.split()) <= 40)
 
 
+#: A turn that disputes the chatbot's reply before it ("that's wrong, it's Thursday", "I said Tuesday, not Monday",
+#: "sorry, I meant the green one"): the user has just said the reply is wrong (see :meth:`UserIndex.disputed`).
+_DISPUTE = re.compile(
+    r"^\W*(?:wrong|incorrect|not quite|not really)\b|"
+    r"\b(?:that'?s|thats|that is|you'?re|you are)\s+(?:not\s+(?:right|correct|true|what i (?:said|meant|asked))|"
+    r"wrong|incorrect)\b|"
+    r"^\W*(?:(?:no|nope|nah|sorry|wait|oops|um+|er+|actually)\W+)*i\s+meant\b(?!\s+to\b)|"
+    r"\bi\s+said\s+[^.?!]*?\bnot\b|\bi\s+(?:didn'?t|did\s+not|never)\s+(?:say|said|mean|ask)\b",
+    re.IGNORECASE,
+)
+#: A bare "no, ..." at the start: it disputes a reply that stated something, but answers one that asked
+#: ("Is staging back up?" / "no, still down"); "no worries", "no thanks", "no idea why" are not disputes.
+_DISPUTE_NO = re.compile(
+    r"^\W*(?:no|nope|nah)\b(?!\W*(?:worries|worry|problem|problems|prob|probs|thanks|thank|ty|rush|biggie|idea|"
+    r"need|way|pressure|big deal|doubt|kidding|joke|matter|wonder|clue|one|longer|more|time|offence|offense)\b)",
+    re.IGNORECASE,
+)
+
+
+def _ruled_out(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    from ._classifier import ruled_out  # _classifier tokenizes with this module's tokenize
+
+    return ruled_out(text)
+
+
+def _dispute_kind(text: str, role: str) -> int:
+    """0: the user's turn disputes nothing; 1: it opens with a bare "no" (disputes a reply that did not ask);
+    2: it says the reply before it is wrong. Only a user's turn disputes (a chatbot's reply)."""
+    if role != "user":
+        return 0
+    t = text.replace("\u2019", "'")
+    if _DISPUTE.search(t) is not None:
+        return 2
+    return 1 if _DISPUTE_NO.search(t) is not None else 0
+
+
 #: A turn that asks something (a question, a request): when another speaker's turn follows, that turn answers it.
 _ASKS = re.compile(
     r"\?|^\s*(?:[^:\n]{1,40}:\s+)?(?:need|can you|could you|would you|should (?:i|we)|help me|any (?:idea|tips?|"
@@ -241,6 +277,7 @@ class UserIndex:
         self._bare = np.zeros(0, dtype=np.int8)  # see _bare_kind
         self._noans = np.zeros(0, dtype=bool)
         self._states = np.zeros(0, dtype=bool)  # see _states_own
+        self._dispute = np.zeros(0, dtype=np.int8)  # see _dispute_kind
         self._rcode = np.zeros(0, dtype=np.int64)
         self._role_code: dict[str, int] = {}
         self._scode = np.zeros(0, dtype=np.int64)
@@ -320,6 +357,26 @@ class UserIndex:
         """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...")."""
         return self._noans[np.asarray(positions, dtype=np.int64)]
 
+    def disputed(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: a chatbot's reply (role ``"assistant"``) that the user's next turn of the session
+        disputes ("that's wrong, it's Thursday", "no, I meant the race"; a bare "no, ..." only when the reply did
+        not ask something)."""
+        self._link()
+        p = np.asarray(positions, dtype=np.int64)
+        nxt = self._next[p]
+        kind = np.where(nxt >= 0, self._dispute[np.maximum(nxt, 0)], 0)
+        return self.has_role(p, "assistant") & ((kind == 2) | ((kind == 1) & ~self._asks[p]))
+
+    def disputing(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: the user's turn disputes the reply before it (see :meth:`disputed`) and another
+        speaker's turn follows it: that turn answers the dispute ("Sorry! The Wharfedale Wheeler is on 7 June.")."""
+        self._link()
+        p = np.asarray(positions, dtype=np.int64)
+        prev, nxt = self._prev[p], self._next[p]
+        has = (prev >= 0) & (nxt >= 0)
+        other = self._rcode[np.maximum(nxt, 0)] != self._rcode[p]
+        return has & other & self.disputed(np.maximum(prev, 0))
+
     def next_positions(self, positions: np.ndarray) -> np.ndarray:
         """The next turn of each given position in its session (-1 for the last)."""
         self._link()
@@ -363,9 +420,15 @@ class UserIndex:
             self._bare[p] = _bare_kind(rec.text)
             self._noans[p] = _is_non_answer(rec.text, rec.role)
             self._states[p] = _states_own(rec.text)
+            self._dispute[p] = _dispute_kind(rec.text, rec.role)
             self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
             terms = Counter(tokenize(rec.text))
+            if self._dispute[p]:
+                # what a dispute rules out is not what it is about: "no, I meant the race, not sports day" does not
+                # match "when is sports day?" by its words
+                for t in _ruled_out(rec.text)[0]:
+                    terms.pop(t, None)
             self._dl[p] = sum(terms.values())
             for t, tf in terms.items():
                 lst = self._post.get(t)
@@ -403,6 +466,7 @@ class UserIndex:
         self._bare = np.resize(self._bare, new_cap)
         self._noans = np.resize(self._noans, new_cap)
         self._states = np.resize(self._states, new_cap)
+        self._dispute = np.resize(self._dispute, new_cap)
         self._rcode = np.resize(self._rcode, new_cap)
         self._scode = np.resize(self._scode, new_cap)
         self._tok = np.resize(self._tok, new_cap)

@@ -299,20 +299,30 @@ def rank_memories(
     own = base
     support = np.zeros(cand.size, dtype=np.float32)  # what each turn got as the answer to a question
     bot = idx.has_role(cand, "assistant")  # a chatbot's replies (only chatbot transcripts hold them)
+    # A reply the user disputed right away ("that's wrong, it's Thursday"): not returned (below), no share of the
+    # question it answered; the dispute asks again, and the reply to it takes that share.
+    disputed = idx.disputed(cand)
     if params.question_pass > 0 or params.assistant_answer_pass > 0:
         # A question (or request) answered by another speaker: the answer is what the user wants back,
         # so the question keeps only part of its score and hands the rest to its answer.
-        asks = idx.answered(cand)
+        disputing = idx.disputing(cand)
+        asks = idx.answered(cand) | disputing
         if asks.any():
             q = np.flatnonzero(asks)
-            ans = _slots(cand, idx.next_positions(cand[q]))
+            nxt = idx.next_positions(cand[q])
+            ans = _slots(cand, nxt)
+            wrong = (ans >= 0) & disputed[ans.clip(min=0)]
+            if wrong.any():
+                # the answer the user disputed is not the answer: the reply to the dispute is (when there is one)
+                ans[wrong] = _slots(cand, idx.next_positions(idx.next_positions(nxt[wrong])))
             ok = ans >= 0
             # A chatbot's reply takes the larger share, unless the user's turn also states something about the
-            # user ("Our internet is with Xfinity and it drops every evening. Any ideas?"): that turn is the fact.
+            # user ("Our internet is with Xfinity and it drops every evening. Any ideas?"): that turn is the fact
+            # (a dispute, "no, I meant the race", names what was asked, and the reply to it answers).
             to_bot = bot[ans.clip(min=0)] & ok
             # Between two people (LoCoMo) the answer takes question_pass; a chatbot's own question ("What's your
             # budget?") keeps its score: the chatbot benchmarks lost with it passed on.
-            passed = np.where(to_bot, np.where(idx.states_own(cand[q]), 0.0,
+            passed = np.where(to_bot, np.where(idx.states_own(cand[q]) & ~disputing[q], 0.0,
                                                max(params.question_pass, params.assistant_answer_pass)),
                               np.where(bot[q], 0.0, params.question_pass))
             gift = passed * base[q]
@@ -351,9 +361,9 @@ def rank_memories(
                                      comp["graph"])
             hops = np.where(reply, np.where(answers & (near * nb_reply / b_total >= 0.25 * step), 1, 0), hops)
     final = own + graph_w * comp["graph"]
-    # Not returned (they lent their support above): a reply that says it does not know, and the user's
-    # question asked again (near-identical to the query: the user knows what they asked).
-    mute = noans | (idx.asks(cand) & (cos >= _tuned.REPEATED_QUESTION_COS))
+    # Not returned (they lent their support above): a reply that says it does not know, a reply the user disputed,
+    # and the user's question asked again (near-identical to the query: the user knows what they asked).
+    mute = noans | disputed | (idx.asks(cand) & (cos >= _tuned.REPEATED_QUESTION_COS))
     if mute.any():
         final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
