@@ -74,33 +74,27 @@ def _index(turns: list[tuple[str, str]]) -> UserIndex:
     return idx
 
 
-@pytest.mark.parametrize("reply, answer", [
-    (WRONG_DENTIST, "that's wrong, it's Thursday at 4pm"),
-    (WRONG_EVENT, "no, I meant the race, not sports day"),
-    ("You need 250g of flour.", "No, it was 300g"),
-    ("The capital of Australia is Sydney.", "nope, that's not right"),
-    ("Your class is on Monday.", "I said Tuesday, not Monday"),
-    ("Her name is Keely.", "I didn't say that"),
-    ("The Patel wedding is on the 13th.", "That's not correct - it moved to the 20th"),
-    ("Sure, the blue one then.", "sorry, I meant the green one"),
+@pytest.mark.parametrize("reply, answer, disputes", [
+    (WRONG_DENTIST, "that's wrong, it's Thursday at 4pm", True),
+    (WRONG_EVENT, "no, I meant the race, not sports day", True),
+    ("You need 250g of flour.", "No, it was 300g", True),
+    ("The capital of Australia is Sydney.", "nope, that's not right", True),
+    ("Your class is on Monday.", "I said Tuesday, not Monday", True),
+    ("Her name is Keely.", "I didn't say that", True),
+    ("The Patel wedding is on the 13th.", "That's not correct - it moved to the 20th", True),
+    ("Sure, the blue one then.", "sorry, I meant the green one", True),
+    # not disputes: a "no" answering a reply that asked, thanks and reactions, "I meant to ..."
+    ("Want me to set a reminder?", "no thanks", False),
+    ("Is staging back up?", "no, still down", False),
+    ("Sorry about that!", "no worries", False),
+    ("Good luck with the race!", "thanks!", False),
+    ("The pitch fee is £30.", "no problem, I'll pay it", False),
+    ("Noted: dentist on Thursday.", "I meant to ask, is it going to rain tomorrow?", False),
+    ("Noted.", "No idea why, but the cat hates it", False),
 ])
-def test_a_dispute_marks_the_reply_before_it(reply: str, answer: str) -> None:
+def test_which_replies_a_user_disputes(reply: str, answer: str, disputes: bool) -> None:
     idx = _index([("user", "a question"), ("assistant", reply), ("user", answer)])
-    assert idx.disputed(np.arange(3)).tolist() == [False, True, False]
-
-
-@pytest.mark.parametrize("reply, answer", [
-    ("Want me to set a reminder?", "no thanks"),
-    ("Is staging back up?", "no, still down"),
-    ("Sorry about that!", "no worries"),
-    ("Good luck with the race!", "thanks!"),
-    ("The pitch fee is £30.", "no problem, I'll pay it"),
-    ("Noted: dentist on Thursday.", "I meant to ask, is it going to rain tomorrow?"),
-    ("Noted.", "No idea why, but the cat hates it"),
-])
-def test_not_a_dispute(reply: str, answer: str) -> None:
-    idx = _index([("user", "a question"), ("assistant", reply), ("user", answer)])
-    assert not idx.disputed(np.arange(3)).any()
+    assert idx.disputed(np.arange(3)).tolist() == [False, disputes, False]
 
 
 def test_only_a_chatbots_reply_is_disputed() -> None:
