@@ -103,3 +103,21 @@ def test_only_a_chatbots_reply_is_disputed() -> None:
     assert not people.disputed(np.arange(2)).any()
     two_users = _index([("user", "It's on Friday."), ("user", "no, it's Saturday")])
     assert not two_users.disputed(np.arange(2)).any()
+
+
+def test_a_change_to_what_a_dispute_rules_out_rebuilds_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a dispute's ruled-out words are left out of its index terms: a snapshot of other ruled-out words is stale
+    import re
+
+    from chatrecall.core import _classifier
+    from chatrecall.core import _snapshot as snap
+
+    snap.code_fingerprint.cache_clear()
+    before = snap.code_fingerprint()
+    monkeypatch.setattr(_classifier, "_NEGATED", re.compile(r"\bnot\s+(\w+)"))
+    snap.code_fingerprint.cache_clear()
+    try:
+        assert snap.code_fingerprint() != before
+    finally:
+        monkeypatch.undo()
+        snap.code_fingerprint.cache_clear()

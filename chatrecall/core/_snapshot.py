@@ -123,7 +123,7 @@ def code_fingerprint() -> str:
     """A hash of everything the index derives from a record's text: a snapshot of other code is rebuilt."""
     from chatrecall._version import __version__
 
-    from . import _index
+    from . import _classifier, _index
 
     parts: list[Any] = [FORMAT, __version__, UserIndex.K1, UserIndex.B, UserIndex.EXACT_MAX]
     for name in sorted(vars(_index)):
@@ -132,6 +132,8 @@ def code_fingerprint() -> str:
             parts.append([name, val.pattern, val.flags])
         elif isinstance(val, frozenset):
             parts.append([name, sorted(map(str, val))])
+    # what a dispute rules out is left out of its index terms (_index._ruled_out)
+    parts.append([_classifier._NEGATED.pattern, sorted(_classifier._FILLER)])
     try:
         parts.append([_index.tokenize(t) for t in _PROBES])
         idx = UserIndex(8)
