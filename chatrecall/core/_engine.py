@@ -1326,7 +1326,9 @@ class ChatRecall(_AsyncMixin):
             run.notes.append("degraded: memory search skipped (store unavailable)")
             return
         self._note_no_memories(run)
-        top = self._phase1_size(run) if plan.two_phase else run.k
+        # a corpus question that searches memory only because it names something memory knows: the small lookup's
+        # few memories, not a full search (every turn naming it, acknowledgements included, came back)
+        top = self._phase1_size(run) if plan.two_phase or plan.known_names else run.k
         items = self._run_memory_search(run, top, timeout_ms=cfg.phase1_timeout_ms if plan.two_phase else None)
         if not plan.two_phase:
             run.memory_items = items
