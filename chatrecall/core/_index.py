@@ -361,17 +361,22 @@ class UserIndex:
         """Per given position: a chatbot's reply (role ``"assistant"``) that the user's next turn of the session
         disputes ("that's wrong, it's Thursday", "no, I meant the race"; a bare "no, ..." only when the reply did
         not ask something)."""
-        self._link()
         p = np.asarray(positions, dtype=np.int64)
+        bot = self._role_code.get("assistant")
+        if bot is None:  # no chatbot reply stored (two people talking, a user-turns-only import): nothing to dispute
+            return np.zeros(p.size, dtype=bool)
+        self._link()
         nxt = self._next[p]
         kind = np.where(nxt >= 0, self._dispute[np.maximum(nxt, 0)], 0)
-        return self.has_role(p, "assistant") & ((kind == 2) | ((kind == 1) & ~self._asks[p]))
+        return (self._rcode[p] == bot) & ((kind == 2) | ((kind == 1) & ~self._asks[p]))
 
     def disputing(self, positions: np.ndarray) -> np.ndarray:
         """Per given position: the user's turn disputes the reply before it (see :meth:`disputed`) and another
         speaker's turn follows it: that turn answers the dispute ("Sorry! The Wharfedale Wheeler is on 7 June.")."""
-        self._link()
         p = np.asarray(positions, dtype=np.int64)
+        if "assistant" not in self._role_code:
+            return np.zeros(p.size, dtype=bool)
+        self._link()
         prev, nxt = self._prev[p], self._next[p]
         has = (prev >= 0) & (nxt >= 0)
         other = self._rcode[np.maximum(nxt, 0)] != self._rcode[p]
