@@ -56,11 +56,15 @@ SESSIONS = [
 chat = replay_fixture("answered_question", USER, T0, [], SESSIONS)
 
 
-@pytest.mark.xfail(strict=True, reason="known miss (stop 36): the user's follow-up question outranks the fix; C36, which "
-                   "fixed it, cost held-out chatbot chats and was not shipped")
-def test_the_fix_is_found_not_the_question_that_asked_for_it(chat: dict[str, Any]) -> None:
+def test_the_follow_up_question_is_not_handed_back(chat: dict[str, Any]) -> None:
+    # C40: "and how did we fix it?" opens with "and" but asks; it hands its share to the reply that answers it
+    res = chat["What was the fix for the payments incident?"]
+    assert QUESTION not in [i.text for i in res.items if i.source == "memory"], res.explain()
+
+
+@pytest.mark.xfail(strict=True, reason="known miss (stop 36): the fix itself ranks 4th, behind the error reply and the "
+                   "user's context; C36, which brought it in, cost held-out chatbot chats and was not shipped")
+def test_the_fix_is_found(chat: dict[str, Any]) -> None:
     res = chat["What was the fix for the payments incident?"]
     memories = [i.text for i in res.items if i.source == "memory"]
     assert any("PgBouncer" in t for t in memories), res.explain()
-    first_fix = next(n for n, t in enumerate(memories) if "PgBouncer" in t)
-    assert QUESTION not in memories[:first_fix], res.explain()

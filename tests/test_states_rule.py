@@ -26,6 +26,14 @@ REPLY = ("Evening drops usually mean congestion on the provider's side. Restart 
     ("Need to pick a database for billing", False),
     ("Which hotel did we book?", False),
     ("do you think I should ask my manager for a raise?", False),
+    # a question or request opened by a connective is still one (helper-112: "and how did we fix it?")
+    ("and how did we fix it?", False),
+    ("ok so what did we decide about my budget?", False),
+    ("And can you remind me of our hotel?", False),
+    # ... but a connective before a statement leaves a statement
+    ("and I pay 20 a month for it", True),
+    ("so we moved it to Friday, right?", True),
+    ("I've been with Three for two years and pay 20 a month - is that too much?", True),
 ])
 def test_a_turn_states_something_about_the_speaker(text: str, states: bool) -> None:
     assert _states_own(text) is states
