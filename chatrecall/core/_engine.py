@@ -789,13 +789,14 @@ class ChatRecall(_AsyncMixin):
             # Python floats and ints once per column, not one numpy scalar per cell
             columns = {c: v.tolist() for c, v in r.components.items()}
             scores, hops = r.scores.tolist(), r.hops.tolist()
-            support = r.support.tolist()
+            support, since = r.support.tolist(), r.since_answer.tolist()
             for rank, p in enumerate(r.positions.tolist()):
                 rec = idx.records[p]
                 comps = {c: col[rank] for c, col in columns.items()}
                 why = self._why(rec, comps, r.dense_rank.get(p), r.keys, hops[rank], r.related)
                 if support[rank] > 0:  # in the score, in no component: say where it came from (helper-94)
-                    why += f"; answers the question before it (+{support[rank]:.2f})"
+                    why += (f"; said since the old answer to this question (+{support[rank]:.2f})" if since[rank]
+                            else f"; answers the question before it (+{support[rank]:.2f})")
                 if has_cue:
                     # the recency slot held the time fit (a named period, a date or time for "when"): shown as such
                     comps = {("time" if c == "recency" else c): v for c, v in comps.items()}

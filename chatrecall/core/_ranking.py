@@ -118,6 +118,9 @@ class Ranking:
         support: Per ranked turn, the score a question handed it as its answer
             (``question_pass`` / ``assistant_answer_pass``; 0 for most), shown in
             the items' ``why``: it is in the final score but no component.
+        since_answer: Per ranked turn, whether that score came from the query
+            asked again: the turn is what the user said since the chatbot's
+            old answer to it (``why`` says so).
     """
 
     strategy: Strategy
@@ -131,6 +134,7 @@ class Ranking:
     related: Sequence[str]
     time_cue: TimeCue
     support: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    since_answer: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfig,
@@ -141,6 +145,32 @@ def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfi
     if strategy is None and qtype is QueryType.SPECIFIC and strat is Strategy.HYBRID:
         w["keyword"] += params.specific_boost  # exact anchors: lean on BM25
     return strat, w
+
+
+def _since_the_answer(idx: UserIndex, cand: np.ndarray, cos: np.ndarray, base: np.ndarray, q: np.ndarray,
+                      ans: np.ndarray, to_bot: np.ndarray) -> np.ndarray:
+    """Where each answered question's share goes (slots into ``cand``): its answer, except for the query asked
+    again (a stored question at REPEATED_QUESTION_COS or above) answered by the chatbot, whose share goes to the
+    user's most relevant later statement about the same thing (a user turn after the reply that asks nothing, is
+    not a bare reaction and whose turn cosine to the reply is at least UPDATE_COS), when one is a candidate."""
+    again = to_bot & (cos[q] >= _tuned.REPEATED_QUESTION_COS)
+    if not again.any():
+        return ans
+    said = ~idx.has_role(cand, "assistant") & ~idx.asks(cand) & ~idx.bare_reactions(cand) & ~idx.non_answers(cand)
+    if not said.any():
+        return ans
+    out = ans.copy()
+    ts = idx.timestamps[cand]
+    for j in np.flatnonzero(again).tolist():
+        a = int(ans[j])
+        later = np.flatnonzero(said & (ts > ts[a]))
+        if later.size == 0:
+            continue
+        same = idx.embeddings[cand[later]] @ idx.embeddings[cand[a]] >= _tuned.UPDATE_COS
+        if same.any():
+            pick = later[same]
+            out[j] = int(pick[np.argmax(base[pick])])
+    return out
 
 
 def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, bot: np.ndarray,
@@ -298,6 +328,7 @@ def rank_memories(
     assert isinstance(base, np.ndarray)
     own = base
     support = np.zeros(cand.size, dtype=np.float32)  # what each turn got as the answer to a question
+    since = np.zeros(cand.size, dtype=bool)  # ... as what the user said since the old answer to the query
     bot = idx.has_role(cand, "assistant")  # a chatbot's replies (only chatbot transcripts hold them)
     # A reply the user disputed right away ("that's wrong, it's Thursday"): not returned (below), no share of the
     # question it answered; the dispute asks again, and the reply to it takes that share.
@@ -328,6 +359,10 @@ def rank_memories(
             gift = passed * base[q]
             own = base.copy()
             own[q] -= gift
+            # The query asked again: the chatbot's old answer was right when given; what the user said about it
+            # since comes first ("so it's 30 kids now" before "28 pupils are coming").
+            ans = _since_the_answer(idx, cand, cos, base, q, ans, to_bot)
+            since[ans[ok & ~bot[ans.clip(min=0)] & to_bot]] = True
             np.add.at(own, ans[ok], gift[ok])
             np.add.at(support, ans[ok], gift[ok])
     hops = np.zeros(cand.size, dtype=np.int64)
@@ -375,4 +410,4 @@ def rank_memories(
         order = order[final[order] > 0]
     used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
     return Ranking(strat, qtype, cand[order], final[order].astype(np.float32), used, hops[order], dense_rank,
-                   keys, related, cue, support[order])
+                   keys, related, cue, support[order], since[order])

@@ -68,6 +68,11 @@ ANSWER_TYPE_TERM_WEIGHT = 0.25
 #: repeats 0.90-1.00 ("who is my tutor?" / "who's my tutor again?" 0.94), questions that carry a fact below
 #: ("is the plumber still coming on thursday?" 0.84). No benchmark haystack holds the questions asked of it.
 REPEATED_QUESTION_COS = 0.9
+#: Turn cosine at or above which a user's statement made after the chatbot answered a question is about the same
+#: thing as that answer: when the question is asked again, the share it hands on goes to that statement, not to the
+#: old answer ("so it's 30 kids now" before "28 pupils are coming"). By hand: the value stop 31's update rule (C21)
+#: used for a later turn restating an earlier one; no benchmark haystack asks its question twice.
+UPDATE_COS = 0.4
 # END hand-set ranking
 
 # BEGIN hand-set gate (not produced by a script; say why in each line)
