@@ -14,6 +14,11 @@ the user said), a fact stated once, changed later ("update") or followed by a lo
   (who read no file of the project) and first run to judge the assistant-support rule against the code before it.
 * ``facts_heldout3.jsonl`` (90; 30 facts, 40 updates, 20 controls; old facts inside long on-topic stretches,
   updates said briefly): held out, written in stop 27 by a fourth helper, first run for the same judgement.
+* ``repeats_heldout.jsonl`` (40; 26 ``repeat_update``, 14 ``repeat_control``): held out, written in stop 37 by a
+  fifth helper (who read no file of the project) before the rule it judges (C41) was run on it: the user asked the
+  question earlier and the assistant answered with the value of then; the user changed it later (an update) or only
+  spoke of it again (a control); the final question repeats the earlier one (13 + 7 verbatim, 13 + 7 paraphrased).
+  Gold: every turn holding the current value; stale: every turn holding the old one (the assistant's old answer too).
 
 Each scenario is stored in a fresh user of one engine (real model, embedded Chroma in a temporary directory), turn
 by turn with its dates, then the question is asked in a new session through the full ``retrieve`` (gate, two-phase,
