@@ -14,7 +14,8 @@ from chatrecall.core._validate import check_timestamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "chat_scenarios"
-FILES = sorted(DATA.glob("*.jsonl"))
+FILES = sorted(p for p in DATA.glob("*.jsonl") if not p.name.startswith("repeats"))
+REPEATS = DATA / "repeats_heldout.jsonl"
 
 
 def _script(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -26,9 +27,27 @@ def _script(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return mod
 
 
-def test_there_is_a_development_file_and_three_held_out_ones() -> None:
+def test_there_is_a_development_file_and_four_held_out_ones() -> None:
     assert [p.name for p in FILES] == ["facts_heldout.jsonl", "facts_heldout2.jsonl", "facts_heldout3.jsonl",
                                        "updates_dev.jsonl"]
+    assert REPEATS.is_file()
+
+
+def test_every_repeated_question_chat_holds_its_answer_and_the_earlier_asking() -> None:
+    scen = load_chat_scenarios(REPEATS)
+    assert len(scen) == 40 and len({s["id"] for s in scen}) == 40
+    assert sum(s["kind"] == "repeat_update" for s in scen) == 26
+    for sc in scen:
+        assert sc["kind"] in {"repeat_update", "repeat_control"}, sc["id"]
+        assert len(sc["sessions"]) == len(sc["session_dates"]) >= 3, sc["id"]
+        dates = [check_timestamp(d) for d in sc["session_dates"]]
+        assert all(a is not None and b is not None and a < b for a, b in zip(dates, dates[1:])), sc["id"]
+        s, t = sc["earlier_question"]
+        assert sc["sessions"][s][t]["role"] == "user", sc["id"]
+        # gold: every turn holding the current value (assistant turns that restate it included); stale: the old one
+        gold, stale = {tuple(g) for g in sc["gold"]}, {tuple(g) for g in sc["stale"]}
+        assert gold and not gold & stale and all(sc["sessions"][s][t]["content"] for s, t in gold | stale), sc["id"]
+        assert bool(stale) == (sc["kind"] == "repeat_update"), sc["id"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
