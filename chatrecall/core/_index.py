@@ -153,7 +153,8 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we
                            re.IGNORECASE)
 #: Clause openers of a question or a request, not a statement ("what am I owed", "can you help me"), after up to
 #: three connectives ("and how did we fix it", "ok so what did we decide").
-_ASKING_OPENER = re.compile(r"^\W*(?:(?:and|so|but|or|also|then|ok|okay|oh|right|well|hmm)\W+){0,3}(?:what|what's|which|who|who's|whom|whose|where|where's|when|why|how|is|are|was|"
+_ASKING_OPENER = re.compile(r"^\W*(?:(?:and|so|but|or|also|then|ok|okay|oh|right|well|hmm)\W+){0,3}"
+                            r"(?:what|what's|which|who|who's|whom|whose|where|where's|when|why|how|is|are|was|"
                             r"were|do|does|did|can|could|would|will|should|shall|any|please|help|tell|give|show|write|"
                             r"make|explain|suggest|recommend|draft|find|list|let)\b", re.IGNORECASE)
 #: A clause that only announces the request ("I have a question", "I was wondering", "I need some advice").

@@ -362,7 +362,7 @@ def rank_memories(
             # The query asked again: the chatbot's old answer was right when given; what the user said about it
             # since comes first ("so it's 30 kids now" before "28 pupils are coming").
             ans = _since_the_answer(idx, cand, cos, base, q, ans, to_bot)
-            since[ans[ok & ~bot[ans.clip(min=0)] & to_bot]] = True
+            since[ans[to_bot & ~bot[ans.clip(min=0)]]] = True  # to_bot: answered (ok) by the chatbot at first
             np.add.at(own, ans[ok], gift[ok])
             np.add.at(support, ans[ok], gift[ok])
     hops = np.zeros(cand.size, dtype=np.int64)
