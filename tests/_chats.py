@@ -37,6 +37,11 @@ def replay_chat(cr: ChatRecall, clock: ManualClock, user: str, t0: float,
     return results
 
 
+def memory_texts(res: RetrievalResult) -> list[str]:
+    """The texts of the injected memories, best first."""
+    return [i.text for i in res.items if i.source == "memory"]
+
+
 def passages_hold(res: RetrievalResult, needed: str) -> bool:
     """Whether a corpus passage of the injected items holds ``needed``."""
     return any(needed in i.text for i in res.items if i.source == "corpus")

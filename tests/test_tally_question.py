@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _chats import replay_fixture
+from _chats import memory_texts, replay_fixture
 
 USER = "mo"
 T0 = 1780300800.0  # 2026-06-01 08:00 UTC
@@ -59,7 +59,7 @@ chat = replay_fixture("tally", USER, T0, [], SESSIONS)
                                        "third turn of the first session; C18's session spread was kept at 0 by CV")
 def test_a_tally_question_brings_back_every_session_that_mentions_one(chat: dict[str, Any]) -> None:
     res = chat["How many weddings have I been to this year?"]
-    texts = [i.text for i in res.items if i.source == "memory"]
+    texts = memory_texts(res)
     assert any("Leila" in t for t in texts), res.explain()
     assert any("Tom got married" in t for t in texts), res.explain()
     assert any("Priya's wedding" in t for t in texts), res.explain()

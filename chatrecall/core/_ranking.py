@@ -148,15 +148,16 @@ def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfi
 
 
 def _since_the_answer(idx: UserIndex, cand: np.ndarray, cos: np.ndarray, base: np.ndarray, q: np.ndarray,
-                      ans: np.ndarray, to_bot: np.ndarray) -> np.ndarray:
+                      ans: np.ndarray, to_bot: np.ndarray, bot: np.ndarray) -> np.ndarray:
     """Where each answered question's share goes (slots into ``cand``): its answer, except for the query asked
     again (a stored question at REPEATED_QUESTION_COS or above) answered by the chatbot, whose share goes to the
     user's most relevant later statement about the same thing (a user turn after the reply that asks nothing, is
-    not a bare reaction and whose turn cosine to the reply is at least UPDATE_COS), when one is a candidate."""
+    not a bare reaction and whose turn cosine to the reply is at least UPDATE_COS), when one is a candidate.
+    ``bot``: per candidate, a chatbot's reply."""
     again = to_bot & (cos[q] >= _tuned.REPEATED_QUESTION_COS)
     if not again.any():
         return ans
-    said = ~idx.has_role(cand, "assistant") & ~idx.asks(cand) & ~idx.bare_reactions(cand) & ~idx.non_answers(cand)
+    said = ~bot & ~idx.asks(cand) & ~idx.bare_reactions(cand) & ~idx.non_answers(cand)
     if not said.any():
         return ans
     out = ans.copy()
@@ -361,7 +362,7 @@ def rank_memories(
             own[q] -= gift
             # The query asked again: the chatbot's old answer was right when given; what the user said about it
             # since comes first ("so it's 30 kids now" before "28 pupils are coming").
-            ans = _since_the_answer(idx, cand, cos, base, q, ans, to_bot)
+            ans = _since_the_answer(idx, cand, cos, base, q, ans, to_bot, bot)
             since[ans[to_bot & ~bot[ans.clip(min=0)]]] = True  # to_bot: answered (ok) by the chatbot at first
             np.add.at(own, ans[ok], gift[ok])
             np.add.at(support, ans[ok], gift[ok])
