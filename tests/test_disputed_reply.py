@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _chats import replay_fixture
+from _chats import memory_texts, replay_fixture
 
 from chatrecall.core import Record, UserIndex
 
@@ -47,20 +47,16 @@ SESSIONS = [
 chat = replay_fixture("disputed_reply", USER, T0, [], SESSIONS)
 
 
-def _memories(res: Any) -> list[str]:
-    return [i.text for i in res.items if i.source == "memory"]
-
-
 def test_a_disputed_reply_is_not_handed_back(chat: dict[str, Any]) -> None:
     res = chat["what day is the dentist again?"]
-    memories = _memories(res)
+    memories = memory_texts(res)
     assert WRONG_DENTIST not in memories, res.explain()
     assert memories and "Thursday" in memories[0], res.explain()
 
 
 def test_the_answer_to_the_dispute_is_found(chat: dict[str, Any]) -> None:
     res = chat["when's the race?"]
-    memories = _memories(res)
+    memories = memory_texts(res)
     assert WRONG_EVENT not in memories, res.explain()
     assert any("Wharfedale" in t for t in memories), res.explain()
 
