@@ -59,6 +59,7 @@ from chatrecall._bench._common import (
     md_table,
     real_embedder,
 )
+from chatrecall.core import RetrievalConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "chat_scenarios"
@@ -66,7 +67,7 @@ OUT = ROOT / "benchmarks" / "results" / "chat_scenarios.json"
 TOP = 3
 
 
-def run_file(engine: Any, emb: CachingEmbedder, path: Path) -> list[dict[str, Any]]:
+def run_file(engine: Any, emb: CachingEmbedder, path: Path, *, sentence_vectors: bool = False) -> list[dict[str, Any]]:
     """One row per scenario: what chatrecall injected and where each baseline ranked the gold turn."""
     from chatrecall.core import RegexEntityExtractor
 
@@ -84,7 +85,7 @@ def run_file(engine: Any, emb: CachingEmbedder, path: Path) -> list[dict[str, An
         r = engine.retrieve(sc["question"], user_id=user, session_id="question")
         mem = [key_of.get(it.id) for it in r.items if it.source == "memory"]
         dense, bm25 = indexed_baselines(emb, keys, texts, meta)
-        hay = IndexedHaystack(emb, keys, texts, meta, extractor=ext)
+        hay = IndexedHaystack(emb, keys, texts, meta, extractor=ext, sentence_vectors=sentence_vectors)
         q = sc["question"]
         ranked = hay.rank(q, emb.embed_query(q), ext.extract(q), k=TOP, now=chat_question_time(meta))
         rows.append({
@@ -136,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--documents", action="store_true",
                     help="store every corpus-context document first (shared), so questions meet documents")
+    ap.add_argument("--sentence-vectors", action="store_true",
+                    help="chatrecall with RetrievalConfig(sentence_vectors=True) (opt-in)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     files = args.files or sorted(DATA.glob("*.jsonl"))
@@ -143,12 +146,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: dict[str, Any] = {"benchmark": "chat_scenarios", "top": TOP, "files": {}}
     with tempfile.TemporaryDirectory() as tmp:
         # the engine and the baselines share one model (and its vectors)
-        engine, _ = make_chatrecall(emb, path=str(Path(tmp) / "chroma"))
+        engine, _ = make_chatrecall(emb, path=str(Path(tmp) / "chroma"),
+                                    retrieval=RetrievalConfig(sentence_vectors=True) if args.sentence_vectors else None)
         try:
             if args.documents:
                 _store_documents(engine)
             for path in files:
-                rows = run_file(engine, emb, path)
+                rows = run_file(engine, emb, path, sentence_vectors=args.sentence_vectors)
                 kinds = sorted({r["kind"] for r in rows})
                 whole = summarise(rows)
                 result["files"][path.name] = {"all": whole,

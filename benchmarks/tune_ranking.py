@@ -136,7 +136,8 @@ def metrics_of(q: Query, ranked: list[str]) -> dict[str, float]:
     return score_ranking(ranked, q.gold_turns, q.gold_sessions)
 
 
-def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[list[Query], list[IndexedHaystack]]:
+def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None], *,
+         sentence_vectors: bool = False) -> tuple[list[Query], list[IndexedHaystack]]:
     from chatrecall.core._classifier import classify_query
 
     ext = RegexEntityExtractor()
@@ -145,7 +146,7 @@ def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[
     convs = load_locomo(data / "locomo" / "locomo_dev.json")
     for ci, c in enumerate(convs):
         log(f"LoCoMo {c.sample_id}: {len(c.texts)} turns, {len(c.questions)} questions")
-        hay = IndexedHaystack(emb, c.keys, c.texts, c.meta, extractor=ext)
+        hay = IndexedHaystack(emb, c.keys, c.texts, c.meta, extractor=ext, sentence_vectors=sentence_vectors)
         dense, bm25 = indexed_baselines(emb, c.keys, c.texts, c.meta)
         hays.append(hay)
         for qu in c.questions:
@@ -168,7 +169,8 @@ def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[
     for i, lq in enumerate(lme):
         if i % 8 == 0:
             log(f"LongMemEval {i}/{len(lme)}")
-        hay = IndexedHaystack(emb, lq.keys, lq.texts, lq.meta, extractor=ext)
+        hay = IndexedHaystack(emb, lq.keys, lq.texts, lq.meta, extractor=ext,
+                              sentence_vectors=sentence_vectors)
         dense, bm25 = indexed_baselines(emb, lq.keys, lq.texts, lq.meta)
         hays.append(hay)
         ents = ext.extract(lq.question)
@@ -182,7 +184,7 @@ def load(data: Path, emb: CachingEmbedder, log: Callable[[str], None]) -> tuple[
         log(f"chats {path.name}: {len(scen)} scenarios")
         for i, sc in enumerate(scen):
             keys, texts, meta = chat_scenario_turns(sc)
-            hay = IndexedHaystack(emb, keys, texts, meta, extractor=ext)
+            hay = IndexedHaystack(emb, keys, texts, meta, extractor=ext, sentence_vectors=sentence_vectors)
             dense, bm25 = indexed_baselines(emb, keys, texts, meta)
             hays.append(hay)
             ents = ext.extract(sc["question"])
@@ -354,7 +356,7 @@ def systems_for(ev: Evaluator, cfg: Mapping[str, float], auto: Mapping[QueryType
 
 
 def lme_with_assistant_turns(data: Path, emb: CachingEmbedder, cfg: Mapping[str, float],
-                             log: Callable[[str], None]) -> dict[str, dict[str, float]]:
+                             log: Callable[[str], None], *, sentence_vectors: bool = False) -> dict[str, dict[str, float]]:
     """LongMemEval with the assistant turns stored too, as a chatbot stores them (the benchmark protocol keeps user
     turns only): the final constants against dense on the same haystacks (user gold turns). A check, not tuned on."""
     ext = RegexEntityExtractor()
@@ -362,7 +364,8 @@ def lme_with_assistant_turns(data: Path, emb: CachingEmbedder, cfg: Mapping[str,
     final = build(cfg)
     lme, _ = load_longmemeval(data / "longmemeval" / "longmemeval_s_dev60.json.gz", assistant_turns=True)
     for lq in lme:
-        hay = IndexedHaystack(emb, lq.keys, lq.texts, lq.meta, extractor=ext)
+        hay = IndexedHaystack(emb, lq.keys, lq.texts, lq.meta, extractor=ext,
+                              sentence_vectors=sentence_vectors)
         dense = DenseRanker(emb)
         dense.index(lq.keys, lq.texts, lq.meta)
         ranked = hay.rank(lq.question, emb.embed_query(lq.question), ext.extract(lq.question), k=LME_DEPTH,
@@ -433,14 +436,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=default_data_dir())
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite the ranking block of _tuned.py")
+    ap.add_argument("--sentence-vectors", action="store_true",
+                    help="measure the opt-in RetrievalConfig(sentence_vectors=True) (implies --no-write)")
     args = ap.parse_args(argv)
+    if args.sentence_vectors:
+        args.no_write = True
     t0 = time.perf_counter()
 
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.0f}s] {msg}", file=sys.stderr, flush=True)
 
     emb = CachingEmbedder(real_embedder(), disk_dir=embed_cache_dir())
-    queries, hays = load(args.data, emb, log)
+    queries, hays = load(args.data, emb, log, sentence_vectors=args.sentence_vectors)
     ev = Evaluator(queries, hays)
     folds = []
     for f in range(FOLDS):
@@ -487,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # folds' choices), so these are NOT clean held-out numbers: a check that the rule does not lose on any fold.
     final_by_fold = {f["fold"]: {n: summary(queries, final_sys[n], [i for i, q in enumerate(queries) if q.fold == f["fold"]])
                                  for n in ("auto", "hybrid")} for f in folds}
-    with_replies = lme_with_assistant_turns(args.data, emb, final_cfg, log)
+    with_replies = lme_with_assistant_turns(args.data, emb, final_cfg, log, sentence_vectors=args.sentence_vectors)
     stamp = time.strftime("%Y-%m-%d")
     if not args.no_write:
         write_tuned(final_cfg, final_auto, final_boost, stamp)

@@ -48,13 +48,14 @@ def passages_hold(res: RetrievalResult, needed: str) -> bool:
 
 
 def replay_with_documents(directory: str, embedder: Any, user: str, t0: float, documents: Sequence[dict[str, str]],
-                          sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]]) -> dict[str, RetrievalResult]:
-    """A fresh engine on embedded Chroma in ``directory`` with the user's private ``documents``, the chat replayed
-    through it (:func:`replay_chat`), then closed."""
+                          sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]], *,
+                          retrieval: Any = None) -> dict[str, RetrievalResult]:
+    """A fresh engine on embedded Chroma in ``directory`` (``retrieval``: its RetrievalConfig) with the user's
+    private ``documents``, the chat replayed through it (:func:`replay_chat`), then closed."""
     from chatrecall.adapters.chroma import ChromaStore
 
     clock = ManualClock(t0)
-    cr = ChatRecall(store=ChromaStore(path=directory), embedder=embedder, clock=clock)
+    cr = ChatRecall(store=ChromaStore(path=directory), embedder=embedder, clock=clock, retrieval=retrieval)
     try:
         cr.add_documents(documents, user_id=user)
         return replay_chat(cr, clock, user, t0, sessions)
@@ -63,13 +64,14 @@ def replay_with_documents(directory: str, embedder: Any, user: str, t0: float, d
 
 
 def replay_fixture(name: str, user: str, t0: float, documents: Sequence[dict[str, str]],
-                   sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]]) -> Callable[..., Any]:
+                   sessions: Sequence[tuple[float, str, Sequence[tuple[str, str]]]], *,
+                   retrieval: Any = None) -> Callable[..., Any]:
     """A module-scoped ``chat`` fixture: the chat replayed once on embedded Chroma and the real model
     (:func:`replay_with_documents`, the documents private to ``user``), as {message: its RetrievalResult}."""
 
     @pytest.fixture(scope="module")
     def chat(tmp_path_factory: pytest.TempPathFactory, st_embedder: Any) -> dict[str, RetrievalResult]:
         return replay_with_documents(str(tmp_path_factory.mktemp(name) / "db"), st_embedder, user, t0, documents,
-                                     sessions)
+                                     sessions, retrieval=retrieval)
 
     return chat

@@ -90,7 +90,8 @@ def run_bench(args: argparse.Namespace, console: Any) -> int:
 
         res = run_replay(args.data, limit=args.limit, max_questions=args.max_questions, systems=args.systems,
                          store=args.store, embedder=emb, chitchat=args.chitchat, feed_retrieve=args.feed_retrieve,
-                         ask_in=args.ask_in, assistant_turns=args.assistant_turns, console=console)
+                         ask_in=args.ask_in, assistant_turns=args.assistant_turns,
+                         sentence_vectors=args.sentence_vectors, console=console)
     elif name == "speed":
         from ._speed import run_speed
 

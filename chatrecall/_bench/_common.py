@@ -756,6 +756,23 @@ def indexed_baselines(embedder: Embedder, keys: Sequence[str], texts: Sequence[s
     return dense, bm25
 
 
+def _part_vectors(embedder: Embedder, texts: Sequence[str], roles: Sequence[str]) -> list[np.ndarray | None]:
+    """Per text, the vectors of its sentences as the engine stores them (None for a one-sentence text)."""
+    from chatrecall.core._index import sentence_parts
+
+    parts = [sentence_parts(t, r) for t, r in zip(texts, roles)]
+    flat = [x for ps in parts for x in ps]
+    if not flat:
+        return [None] * len(texts)
+    vecs = np.asarray(embedder.embed_documents(flat), dtype=np.float32)
+    out: list[np.ndarray | None] = []
+    at = 0
+    for ps in parts:
+        out.append(vecs[at: at + len(ps)] if ps else None)
+        at += len(ps)
+    return out
+
+
 class IndexedHaystack:
     """A haystack in a bare :class:`UserIndex`, as the engine would hold it, without a store.
 
@@ -766,7 +783,8 @@ class IndexedHaystack:
     """
 
     def __init__(self, embedder: Embedder, keys: Sequence[str], texts: Sequence[str],
-                 meta: Sequence[Mapping[str, Any]], *, extractor: Any = None) -> None:
+                 meta: Sequence[Mapping[str, Any]], *, extractor: Any = None,
+                 sentence_vectors: bool = False) -> None:
         from chatrecall.core import RegexEntityExtractor, UserIndex
         from chatrecall.core._engine import _hash_id
         from chatrecall.core._types import Record
@@ -791,7 +809,9 @@ class IndexedHaystack:
                                   timestamp=float(m["timestamp"]), seq=s, entities=ents))
             rows.append(i)
         vecs = embedder.embed_documents([texts[i] for i in rows])
-        self.index.add(records, vecs)
+        parts = _part_vectors(embedder, [texts[i] for i in rows], [r.role for r in records]) \
+            if sentence_vectors else None
+        self.index.add(records, vecs, parts)
 
     def rank(self, query: str, qvec: np.ndarray, entities: Sequence[Any], *, k: int, now: float,
              strategy: Any = None, weights: Mapping[str, float] | None = None, params: Any = None) -> list[str]:

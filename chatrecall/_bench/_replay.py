@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from chatrecall.core import NotFoundError, Route
+from chatrecall.core import NotFoundError, RetrievalConfig, Route
 
 from ._common import (
     CachingEmbedder,
@@ -252,6 +252,7 @@ def load_replay(path: str | Path, *, limit: int | None = None,
         limit: Only the first N conversations (LoCoMo) or records
             (LongMemEval, before unscorable ones are skipped).
         assistant_turns: LongMemEval: store assistant turns too.
+        sentence_vectors: chatrecall's engine with ``RetrievalConfig(sentence_vectors=True)``.
 
     Returns:
         The format name, the cases, and facts about skipped data.
@@ -567,6 +568,7 @@ def run_replay(
     feed_retrieve: str = "sample",
     ask_in: str = "new",
     assistant_turns: bool = False,
+    sentence_vectors: bool = False,
     ks: Sequence[int] = LADDER,
     details: bool = False,
     console: Any = None,
@@ -614,7 +616,8 @@ def run_replay(
     base = embedder if embedder is not None else real_embedder()
     emb = _ReplayEmbedder(base, disk_dir=embed_cache_dir() if embedder is None else None)
     clock = MutableClock()
-    engine, store_desc = make_chatrecall(emb, store=store, clock=clock)
+    engine, store_desc = make_chatrecall(emb, store=store, clock=clock,
+                                         retrieval=RetrievalConfig(sentence_vectors=True) if sentence_vectors else None)
     runner = _Runner(engine, emb, names, ks)
     runner.keep_details = details
     embed_ms: list[float] = []

@@ -34,7 +34,7 @@ from ._errors import (
 )
 from ._format import chunk_text, format_context
 from ._gate import Gate, GateConfig, asks_or_requests
-from ._index import UserIndex, tokenize
+from ._index import PARTS_KEY, UserIndex, encode_parts, sentence_parts, tokenize, without_parts
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter, VectorIndexFactory
 from ._ranking import rank_memories, topk
@@ -344,16 +344,22 @@ class ChatRecall(_AsyncMixin):
             st.index, st.synced_at = snap, self._clock()
             return
         version = self._snapshots.begin_sync(user_id)  # unchanged after the read: the index equals the store
-        batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id}, include_embeddings=not warm)
-        stored = {r.id for r in batch.records}
+        ids_only = getattr(self.store, "ids", None) if warm else None
+        if callable(ids_only):  # a warm sync needs the ids only (a memory's metadata holds its sentence vectors)
+            listed = list(ids_only(COLLECTION_MEMORIES, {"user_id": user_id}))
+            batch = None
+        else:
+            batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id}, include_embeddings=not warm)
+            listed = [r.id for r in batch.records]
+        stored = set(listed)
         gone = [rid for rid in st.index.pos if rid not in stored]
         if gone:
             st.index.remove(gone)
-        missing = [r.id for r in batch.records if r.id not in st.index]
+        missing = [rid for rid in listed if rid not in st.index]
         if warm and (gone or missing):
             self._snapshots.touched(user_id)
         if missing:
-            if warm:
+            if warm or batch is None:
                 batch = self.store.get(COLLECTION_MEMORIES, ids=missing, include_embeddings=True)
                 keep = list(range(len(batch.records)))
             else:
@@ -446,18 +452,42 @@ class ChatRecall(_AsyncMixin):
                         seq=seq, entities=keys, metadata=t.metadata,
                     ))
                 t0 = time.perf_counter()
-                emb = self.embedder.embed_documents([r.text for r in records])
+                emb, parts, stored = self._embed_memories(records)
                 t1 = time.perf_counter()
                 with self._snapshots.writing(user_id):  # other processes' snapshots of this user go stale
-                    self.store.upsert(COLLECTION_MEMORIES, records, emb)
+                    self.store.upsert(COLLECTION_MEMORIES, stored, emb)
                     t2 = time.perf_counter()
-                    st.index.add(records, emb)
+                    st.index.add(records, emb, parts)
                 if st.seen_total is not None:  # our own write must not look like another process's
                     st.seen_total += len(records)
                 self.metrics.observe("latency_ms.write_embed", (t1 - t0) * 1e3)
                 self.metrics.observe("latency_ms.write_store", (t2 - t1) * 1e3)
                 self.metrics.incr("memories_stored", len(records))
         return ids
+
+    def _embed_memories(self, records: Sequence[Record]) -> tuple[np.ndarray, list[np.ndarray | None], list[Record]]:
+        """Embed memories and, with ``RetrievalConfig.sentence_vectors``, in the same batch the sentences of the
+        multi-sentence ones (a fact inside a long turn about something else is found by its own sentence).
+        Returns the turn vectors, the sentence vectors per record, and the records as the store keeps them
+        (sentence vectors in their metadata)."""
+        if not self.retrieval_config.sentence_vectors:
+            return self.embedder.embed_documents([r.text for r in records]), [None] * len(records), list(records)
+        split = [sentence_parts(r.text, r.role) for r in records]
+        vecs = self.embedder.embed_documents([r.text for r in records] + [x for ps in split for x in ps])
+        emb = vecs[: len(records)]
+        parts: list[np.ndarray | None] = []
+        stored: list[Record] = []
+        at = len(records)
+        for rec, ps in zip(records, split):
+            if not ps:
+                parts.append(None)
+                stored.append(rec)
+                continue
+            pv = np.asarray(vecs[at: at + len(ps)], dtype=np.float32)
+            at += len(ps)
+            parts.append(pv)
+            stored.append(dataclasses.replace(rec, metadata={**rec.metadata, PARTS_KEY: encode_parts(pv)}))
+        return emb, parts, stored
 
     @keywords_checked
     def add_documents(
@@ -690,7 +720,7 @@ class ChatRecall(_AsyncMixin):
         check_id("user_id", user_id, self.limits)
         check_id("session_id", session_id, self.limits)
         batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id, "session_id": session_id})
-        return sorted(batch.records, key=lambda r: (r.timestamp, r.seq))
+        return sorted(map(without_parts, batch.records), key=lambda r: (r.timestamp, r.seq))
 
     def _recent(self, st: _UserState, session_id: str) -> tuple[ScoredItem, ...]:
         cfg = self.retrieval_config
@@ -1794,12 +1824,12 @@ class ChatRecall(_AsyncMixin):
             rec = Record(id=memory_id, text=turn.text, user_id=user_id, session_id=turn.session_id, role=turn.role,
                          timestamp=turn.timestamp if turn.timestamp is not None else self._clock(), seq=seq,
                          entities=keys, metadata=turn.metadata)
-            emb = self.embedder.embed_documents([rec.text])
+            emb, parts, stored = self._embed_memories([rec])
             with self._snapshots.writing(user_id):  # same id, new text: the version change makes snapshots stale
-                self.store.upsert(COLLECTION_MEMORIES, [rec], emb)
+                self.store.upsert(COLLECTION_MEMORIES, stored, emb)
                 if memory_id in st.index:
                     st.index.remove([memory_id])
-                st.index.add([rec], emb)
+                st.index.add([rec], emb, parts)
         self.metrics.incr("memories_stored")
         return rec
 
@@ -1825,7 +1855,7 @@ class ChatRecall(_AsyncMixin):
             if not ids:
                 return []
         batch = self.store.get(COLLECTION_MEMORIES, ids=ids, where=where)
-        return sorted(batch.records, key=lambda r: (r.timestamp, r.seq, r.id))
+        return sorted(map(without_parts, batch.records), key=lambda r: (r.timestamp, r.seq, r.id))
 
     @keywords_checked
     def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:

@@ -8,12 +8,15 @@ engine can fuse components without a Python loop over candidates.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import math
 import re
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from importlib import resources
+from types import MappingProxyType
 
 import numpy as np
 
@@ -206,6 +209,68 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
+#: Sentence ends: ".", "!" or "?" before a capital, a digit or a quote, and line breaks.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\u201c\u2018])|\n+")
+#: Sentences of fewer words are not embedded apart ("Thanks.", "Hi there!").
+PART_MIN_WORDS = 3
+#: At most this many sentences of one turn are embedded apart (a pasted page keeps its first ones).
+MAX_PARTS = 12
+
+
+#: Roles whose turns get no sentence vectors: a chatbot's reply restates and explains the user's turns, and its
+#: sentences crowded the user's own facts out (C47b, stop 38).
+NO_PARTS_ROLES = frozenset({"assistant"})
+
+
+def sentence_parts(text: str, role: str = "user") -> list[str]:
+    """The sentences of a turn that are embedded apart: none for a turn of one sentence or a chatbot's reply.
+
+    A fact inside a long turn about something else ("... Oh, and Kuba turned 7 in May. Anyway ...") is
+    found by its own sentence's vector, which the turn's vector dilutes.
+
+    Example:
+        >>> sentence_parts("We moved in March. Kuba turned 7 in May, so he starts school.")
+        ['We moved in March.', 'Kuba turned 7 in May, so he starts school.']
+        >>> sentence_parts("Thanks, that helps!")
+        []
+    """
+    if role in NO_PARTS_ROLES:
+        return []
+    out = [s.strip() for s in _SENTENCE_END.split(text) if len(s.split()) >= PART_MIN_WORDS]
+    return out[:MAX_PARTS] if len(out) >= 2 else []
+
+
+#: Metadata key under which a stored memory keeps its sentence vectors (float16, base64), so any store that
+#: keeps metadata keeps them; users may not set it, and the engine never hands it back.
+PARTS_KEY = "chatrecall.sentence_vectors"
+
+
+def encode_parts(vectors: np.ndarray) -> str:
+    """Sentence vectors as a metadata string (float16, base64)."""
+    return base64.b64encode(np.ascontiguousarray(vectors, dtype="<f2").tobytes()).decode("ascii")
+
+
+def decode_parts(value: object, dim: int) -> np.ndarray | None:
+    """The vectors :func:`encode_parts` wrote, or None when ``value`` is not such a string for ``dim``."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        raw = base64.b64decode(value.encode("ascii"), validate=True)
+    except ValueError:
+        return None
+    if len(raw) % (2 * dim):
+        return None
+    return np.frombuffer(raw, dtype="<f2").reshape(-1, dim).astype(np.float32)
+
+
+def without_parts(rec: Record) -> Record:
+    """``rec`` without the stored sentence vectors in its metadata (what users see)."""
+    if PARTS_KEY not in rec.metadata:
+        return rec
+    return dataclasses.replace(rec, metadata=MappingProxyType({k: v for k, v in rec.metadata.items()
+                                                               if k != PARTS_KEY}))
+
+
 def tokenize(text: str) -> list[str]:
     """BM25 terms: casefolded words minus stopwords, lightly stemmed.
 
@@ -299,6 +364,13 @@ class UserIndex:
         self._dirty_sessions: set[str] = set()
         self._prev = np.zeros(0, dtype=np.int64)
         self._next = np.zeros(0, dtype=np.int64)
+        # sentence vectors of multi-sentence turns (see sentence_parts): rows _pstart[p] .. + _pcount[p] of
+        # _part_emb belong to position p; a turn's dense relevance is the best of its own and its sentences'
+        self._pstart = np.zeros(0, dtype=np.int64)
+        self._pcount = np.zeros(0, dtype=np.int32)
+        self._part_emb = np.zeros((0, dim), dtype=np.float32)
+        self._part_owner = np.zeros(0, dtype=np.int64)
+        self._n_parts = 0
 
     # ------------------------------------------------------------------ write
     def __len__(self) -> int:
@@ -399,21 +471,38 @@ class UserIndex:
         """Per position: a small integer standing for the record's session."""
         return self._scode[: len(self.records)]
 
-    def add(self, records: Sequence[Record], embeddings: np.ndarray) -> list[int]:
-        """Add records not yet indexed; returns their positions (existing ones too)."""
+    def add(self, records: Sequence[Record], embeddings: np.ndarray,
+            parts: Sequence[np.ndarray | None] | None = None) -> list[int]:
+        """Add records not yet indexed; returns their positions (existing ones too).
+
+        Args:
+            records: The records.
+            embeddings: One vector per record.
+            parts: Per record, the vectors of its sentences (:func:`sentence_parts`; ``None`` or an empty
+                array for none), or None: then read from each record's metadata (``PARTS_KEY``, as the
+                engine stores them), which the indexed record no longer carries.
+        """
         out: list[int] = []
         new: list[tuple[Record, np.ndarray]] = []
-        for rec, vec in zip(records, embeddings):
+        new_parts: list[np.ndarray | None] = []
+        for i, (rec, vec) in enumerate(zip(records, embeddings)):
             p = self.pos.get(rec.id)
             if p is None:
                 p = len(self.records) + len(new)
                 self.pos[rec.id] = p
+                if PARTS_KEY in rec.metadata:  # as the store holds it: the vectors move into the index
+                    stored = decode_parts(rec.metadata[PARTS_KEY], self.dim)
+                    rec = without_parts(rec)
+                else:
+                    stored = None
                 new.append((rec, vec))
+                new_parts.append(stored if parts is None else parts[i])
             out.append(p)
         if not new:
             return out
         start = len(self.records)
         self._grow(start + len(new))
+        self._add_parts(start, new_parts)
         self._bits[:, start:start + len(new)] = self._sign_bits(np.stack([v for _, v in new])).T
         self._tok[start:start + len(new)] = 0
         for off, (rec, vec) in enumerate(new):
@@ -477,19 +566,47 @@ class UserIndex:
         self._rcode = np.resize(self._rcode, new_cap)
         self._scode = np.resize(self._scode, new_cap)
         self._tok = np.resize(self._tok, new_cap)
+        self._pstart = np.resize(self._pstart, new_cap)
+        self._pcount = np.resize(self._pcount, new_cap)
         bits = np.zeros((self._words, new_cap), dtype=np.uint64)
         bits[:, :cap] = self._bits[:, :cap]
         self._bits = bits
+
+    def _add_parts(self, start: int, parts: Sequence[np.ndarray | None]) -> None:
+        """Store the sentence vectors of the positions from ``start`` on (one entry per new position)."""
+        counts = np.asarray([0 if v is None else len(v) for v in parts], dtype=np.int64)
+        end = start + len(parts)
+        self._pcount[start:end] = counts
+        self._pstart[start:end] = self._n_parts + np.cumsum(counts) - counts
+        total = int(counts.sum())
+        if not total:
+            return
+        need = self._n_parts + total
+        if need > self._part_emb.shape[0]:
+            cap = max(need, int(self._part_emb.shape[0] * 1.5) + 64)
+            emb = np.zeros((cap, self.dim), dtype=np.float32)
+            emb[: self._n_parts] = self._part_emb[: self._n_parts]
+            owner = np.zeros(cap, dtype=np.int64)
+            owner[: self._n_parts] = self._part_owner[: self._n_parts]
+            self._part_emb, self._part_owner = emb, owner
+        self._part_emb[self._n_parts:need] = np.concatenate([v for v in parts if v is not None and len(v)])
+        self._part_owner[self._n_parts:need] = np.repeat(np.arange(start, end, dtype=np.int64), counts)
+        self._n_parts = need
+
+    def parts_of(self, position: int) -> np.ndarray:
+        """The sentence vectors stored for ``position`` (``(0, dim)`` for none)."""
+        a = int(self._pstart[position])
+        return self._part_emb[a: a + int(self._pcount[position])]
 
     def remove(self, ids: Iterable[str]) -> int:
         """Drop records by id (rebuilds the index); returns how many were dropped."""
         drop = {i for i in ids if i in self.pos}
         if not drop:
             return 0
-        keep = [(r, self._emb[p]) for p, r in enumerate(self.records) if r.id not in drop]
+        keep = [(r, self._emb[p], self.parts_of(p).copy()) for p, r in enumerate(self.records) if r.id not in drop]
         self.__init__(self.dim, max_entity_fanout=self.max_entity_fanout, ann=self._ann_factory)  # type: ignore[misc]
         if keep:
-            self.add([r for r, _ in keep], np.stack([v for _, v in keep]))
+            self.add([r for r, _, _ in keep], np.stack([v for _, v, _ in keep]), [q for _, _, q in keep])
         return len(drop)
 
     # ------------------------------------------------------------------ graph
@@ -644,7 +761,27 @@ class UserIndex:
         emb = self.embeddings if positions is None else self.embeddings[positions]
         # einsum runs in the calling thread: a BLAS matvec wakes a thread pool, which on a
         # busy 2-core machine costs more (milliseconds) than the product itself
-        return np.einsum("ij,j->i", emb, q)
+        sims = np.einsum("ij,j->i", emb, q)
+        if self._n_parts:
+            self._best_sentence(q, positions, sims)
+        return sims
+
+    def _best_sentence(self, q: np.ndarray, positions: np.ndarray | None, sims: np.ndarray) -> None:
+        """Raise each similarity in ``sims`` to its turn's best sentence's (in place)."""
+        if positions is None:
+            rows = np.arange(self._n_parts, dtype=np.int64)
+            local = self._part_owner[: self._n_parts]
+        else:
+            pos = np.asarray(positions, dtype=np.int64)
+            counts = self._pcount[pos].astype(np.int64)
+            sel = np.flatnonzero(counts)
+            if not sel.size:
+                return
+            c = counts[sel]
+            first = np.repeat(self._pstart[pos[sel]] - (np.cumsum(c) - c), c)
+            rows = first + np.arange(int(c.sum()), dtype=np.int64)
+            local = np.repeat(sel, c)
+        np.maximum.at(sims, local, np.einsum("ij,j->i", self._part_emb[rows], q))
 
     def _sign_bits(self, vectors: np.ndarray) -> np.ndarray:
         """(m, words) uint64 sign codes of ``vectors``."""

@@ -428,6 +428,10 @@ def _factory_name(val: Any) -> str | None:
     return f.__name__ if f is not None else None
 
 
+#: Arrays of the index sized by its sentence count (``_n_parts``), not by its record count.
+_PART_ARRAYS = frozenset({"_part_emb", "_part_owner"})
+
+
 def _dump_attrs(index: UserIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Split the index's attributes into a JSON header part and arrays; SnapshotError if one is unknown."""
     meta: dict[str, Any] = {}
@@ -442,7 +446,9 @@ def _dump_attrs(index: UserIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]
             continue
         factory = _factory_name(val) if isinstance(val, dict) else None
         if isinstance(val, np.ndarray):
-            if cap != n and val.ndim >= 1 and val.shape[0] == cap:
+            if name in _PART_ARRAYS:  # sentence vectors: their own capacity
+                val = val[: index._n_parts]
+            elif cap != n and val.ndim >= 1 and val.shape[0] == cap:
                 val = val[:n]  # spare capacity is not stored
             elif cap != n and name == "_bits" and val.ndim == 2 and val.shape[1] == cap:
                 val = val[:, :n]

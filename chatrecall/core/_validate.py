@@ -27,7 +27,8 @@ __all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_id", "
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
 #: stored or hashed), so they are refused up front.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "entities", "id", "text"})
+_RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "entities", "id", "text",
+                       "chatrecall.sentence_vectors"})  # _index.PARTS_KEY
 
 
 def _short(value: object, n: int = 60) -> str:
