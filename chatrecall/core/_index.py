@@ -769,19 +769,19 @@ class UserIndex:
     def _best_sentence(self, q: np.ndarray, positions: np.ndarray | None, sims: np.ndarray) -> None:
         """Raise each similarity in ``sims`` to its turn's best sentence's (in place)."""
         if positions is None:
-            rows = np.arange(self._n_parts, dtype=np.int64)
-            local = self._part_owner[: self._n_parts]
-        else:
-            pos = np.asarray(positions, dtype=np.int64)
-            counts = self._pcount[pos].astype(np.int64)
-            sel = np.flatnonzero(counts)
-            if not sel.size:
-                return
-            c = counts[sel]
-            first = np.repeat(self._pstart[pos[sel]] - (np.cumsum(c) - c), c)
-            rows = first + np.arange(int(c.sum()), dtype=np.int64)
-            local = np.repeat(sel, c)
-        np.maximum.at(sims, local, np.einsum("ij,j->i", self._part_emb[rows], q))
+            n = self._n_parts
+            np.maximum.at(sims, self._part_owner[:n], np.einsum("ij,j->i", self._part_emb[:n], q))
+            return
+        pos = np.asarray(positions, dtype=np.int64)
+        counts = self._pcount[pos].astype(np.int64)
+        sel = np.flatnonzero(counts)
+        if not sel.size:
+            return
+        c = counts[sel]
+        # the rows of each selected position's sentences, in one flat run: start + 0 .. count - 1
+        first = np.repeat(self._pstart[pos[sel]] - (np.cumsum(c) - c), c)
+        rows = first + np.arange(int(c.sum()), dtype=np.int64)
+        np.maximum.at(sims, np.repeat(sel, c), np.einsum("ij,j->i", self._part_emb[rows], q))
 
     def _sign_bits(self, vectors: np.ndarray) -> np.ndarray:
         """(m, words) uint64 sign codes of ``vectors``."""

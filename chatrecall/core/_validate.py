@@ -19,6 +19,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from ._config import StoreLimits
 from ._errors import InvalidArgumentError, InvalidInputError
+from ._index import PARTS_KEY
 from ._types import Scalar, Strategy, Turn
 
 __all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
@@ -27,8 +28,7 @@ __all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_id", "
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
 #: stored or hashed), so they are refused up front.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "entities", "id", "text",
-                       "chatrecall.sentence_vectors"})  # _index.PARTS_KEY
+_RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "entities", "id", "text", PARTS_KEY})
 
 
 def _short(value: object, n: int = 60) -> str:
