@@ -456,6 +456,18 @@ class UserIndex:
         other = self._rcode[np.maximum(nxt, 0)] != self._rcode[p]
         return has & other & self.disputed(np.maximum(prev, 0))
 
+    def rules_out(self, positions: np.ndarray, terms: frozenset[str]) -> np.ndarray:
+        """Per given position: the turn is a dispute that rules out one of ``terms`` (index terms: "no, I meant the
+        vet appointment, not mum's" rules out "mum")."""
+        p = np.asarray(positions, dtype=np.int64)
+        out = np.zeros(p.size, dtype=bool)
+        if not terms:
+            return out
+        for i, pos in enumerate(p.tolist()):
+            if pos >= 0 and self._dispute[pos]:
+                out[i] = not _ruled_out(self.records[pos].text)[0].isdisjoint(terms)
+        return out
+
     def next_positions(self, positions: np.ndarray) -> np.ndarray:
         """The next turn of each given position in its session (-1 for the last)."""
         self._link()

@@ -18,7 +18,7 @@ import numpy as np
 from . import _tuned
 from ._classifier import STRATEGY_FOR, TimeCue, classify_query, time_cue
 from ._config import RetrievalConfig
-from ._index import UserIndex, _slots
+from ._index import UserIndex, _slots, tokenize
 from ._types import Entity, QueryType, Strategy
 
 __all__ = ["COMPONENTS", "DEFAULT_PARAMS", "PRESETS", "RankParams", "Ranking", "rank_memories", "topk",
@@ -343,10 +343,19 @@ def rank_memories(
             q = np.flatnonzero(asks)
             nxt = idx.next_positions(cand[q])
             ans = _slots(cand, nxt)
+            terms = frozenset(tokenize(query))
             wrong = (ans >= 0) & disputed[ans.clip(min=0)]
             if wrong.any():
-                # the answer the user disputed is not the answer: the reply to the dispute is (when there is one)
-                ans[wrong] = _slots(cand, idx.next_positions(idx.next_positions(nxt[wrong])))
+                # the answer the user disputed is not the answer: the reply to the dispute is (when there is one),
+                # except for a query about what the dispute ruled out ("when's mum's appointment?" after "no, I meant
+                # the vet appointment, not mum's"): the reply about the vet does not answer it
+                disputes = idx.next_positions(nxt[wrong])
+                to = _slots(cand, idx.next_positions(disputes))
+                to[idx.rules_out(disputes, terms)] = -1
+                ans[wrong] = to
+            if disputing.any():  # ... nor does the dispute itself hand its share to that reply
+                d = np.flatnonzero(disputing[q])
+                ans[d[idx.rules_out(cand[q[d]], terms)]] = -1
             ok = ans >= 0
             # A chatbot's reply takes the larger share, unless the user's turn also states something about the
             # user ("Our internet is with Xfinity and it drops every evening. Any ideas?"): that turn is the fact
