@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ._config import BudgetConfig
 from ._types import Entity, Route, ScoredItem
 
-__all__ = ["Selection", "budget_for", "select_items", "tier_of"]
+__all__ = ["Selection", "budget_for", "select_items", "tier_of", "trim_overlaps"]
 
 _WORD = re.compile(r"\w+")
 _MULTI = re.compile(r"\b(and|compare|versus|vs\.?|both|all|each|every|why|how|explain|difference)\b", re.I)
@@ -102,3 +102,58 @@ def select_items(
         used += it.tokens
     chosen.sort(key=lambda it: -it.score)
     return Selection(tuple(chosen), tuple(rejected), used)
+
+
+def _shared_run(before: Sequence[str], after: Sequence[str]) -> int:
+    """How many words end ``before`` and also start ``after`` (the longest such run; 0 for none)."""
+    for m in range(min(len(before), len(after)), 0, -1):
+        if before[-m:] == after[:m]:
+            return m
+    return 0
+
+
+def trim_overlaps(
+    items: Sequence[ScoredItem], count_tokens: Callable[[str], int]
+) -> tuple[list[ScoredItem], list[ScoredItem]]:
+    """Leave out the words a passage shares with a neighbouring chunk of its document shown before it.
+
+    ``add_documents`` cuts a document into chunks that carry the tail of the chunk before, so an answer
+    spanning a cut survives; two neighbouring chunks in one context repeated that tail. Going through
+    ``items`` in context order, a passage (``source == "corpus"``) whose chunk before (``seq - 1``) or after
+    (``seq + 1``) in the same document is already shown loses the run of words it shares with it (its head,
+    its tail, or both), marked with "…"; its tokens are counted again. Memories and passages of other
+    documents are untouched.
+
+    Returns:
+        (the items in the same order, trimmed where they repeat a neighbour; the passages left with no words of
+        their own, with the reason).
+    """
+    shown: dict[tuple[str, str | None, int], tuple[str, list[str]]] = {}
+    kept: list[ScoredItem] = []
+    dropped: list[ScoredItem] = []
+    for it in items:
+        rec = it.record
+        if it.source != "corpus" or rec is None:
+            kept.append(it)
+            continue
+        words = it.text.split()
+        prev = shown.get((rec.user_id, rec.session_id, rec.seq - 1))
+        nxt = shown.get((rec.user_id, rec.session_id, rec.seq + 1))
+        head = _shared_run(prev[1], words) if prev else 0
+        tail = _shared_run(words, nxt[1]) if nxt else 0
+        if not head and not tail:
+            kept.append(it)
+            shown[(rec.user_id, rec.session_id, rec.seq)] = (it.id, words)
+            continue
+        said = " and ".join(f"{where} {n} words repeat {ref[0]}" for n, where, ref in
+                            ((head, "first", prev), (tail, "last", nxt)) if n and ref)
+        rest = words[head:len(words) - tail] if head + tail < len(words) else []
+        if not rest:
+            dropped.append(dataclasses.replace(it, why=f"all its words are shown already: its {said}"))
+            continue
+        text = ("… " if head else "") + " ".join(rest) + (" …" if tail else "")
+        why = f"{it.why}; " if it.why else ""
+        kept.append(dataclasses.replace(it, text=text, tokens=count_tokens(text),
+                                        why=f"{why}its {said}, shown already: left out"))
+        shown[(rec.user_id, rec.session_id, rec.seq)] = (it.id, words)
+    return kept, dropped

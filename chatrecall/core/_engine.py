@@ -20,7 +20,7 @@ from ._aio import _AsyncMixin
 from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
-from ._budget import budget_for, select_items, tier_of
+from ._budget import budget_for, select_items, tier_of, trim_overlaps
 from ._classifier import asks_advice, drop_negated, ruled_out
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
@@ -1708,12 +1708,14 @@ class ChatRecall(_AsyncMixin):
         sel = select_items(strong, budget=max(budget - fixed, 0), config=self.budget_config,
                            diversity_threshold=cfg.diversity_threshold, in_order=True)
         run.rejected.extend(sel.rejected)
-        used = fixed + sel.tokens
-        context = format_context(run.pins, recent, sel.selected, now=run.now)
+        selected, repeats = trim_overlaps(sel.selected, self.token_counter.count)
+        run.rejected.extend(repeats)
+        used = fixed + sum(i.tokens for i in selected)
+        context = format_context(run.pins, recent, selected, now=run.now)
         run.timings["select"] = (time.perf_counter() - t) * 1e3
         run.timings["total"] = (time.perf_counter() - run.t_start) * 1e3
 
-        final_route = self._route_taken(sel.selected, plan.route)
+        final_route = self._route_taken(selected, plan.route)
         m = self.metrics
         m.incr(f"routes.gate.{gate.route.value}")
         m.incr(f"routes.taken.{final_route.value}")
@@ -1725,7 +1727,7 @@ class ChatRecall(_AsyncMixin):
         return RetrievalResult(
             message=run.message, gate=gate, route=final_route,
             strategy=search.strategy if search else None, query_type=search.query_type if search else None,
-            items=sel.selected, recent=recent, pins=tuple(run.pins), rejected=tuple(run.rejected),
+            items=tuple(selected), recent=recent, pins=tuple(run.pins), rejected=tuple(run.rejected),
             tokens_used=used, tokens_left=max(budget - used, 0), timings_ms=run.timings, notes=tuple(run.notes),
             context=context, at=run.now,
         )
