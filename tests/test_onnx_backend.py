@@ -171,3 +171,75 @@ def test_corrupted_cached_graph_is_exported_again(onnx_home: Any) -> None:
     for f in ob.cache_root().rglob("model.onnx"):  # its float32 graph is opened on the first document
         f.write_bytes(b"not a model")
     np.testing.assert_allclose(mixed.embed_documents(["hello there"]), d, atol=1e-5)
+
+
+_FIRST_USE = """
+import logging, sys
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+from chatrecall.adapters.sentence_transformers import SentenceTransformerEmbedder
+e = SentenceTransformerEmbedder(cache_size=0)
+e.embed_query("what's my cat called?")
+e.embed_documents(["My cat is called Miso."])
+print(e.backend)
+"""
+
+
+@pytest.mark.model
+def test_processes_exporting_at_once_all_get_the_onnx_backend(tmp_path: Path) -> None:
+    """App processes starting together on a fresh machine (workers of one deploy) export the model at the same
+    time. One of them could lose a file another's int8 quantisation had just deleted and fall back to PyTorch (a
+    warning, slower queries, other vectors: seen in 1 of 6 such starts before the export lock); the export is now
+    done by one process at a time."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    _bundled()
+    env = {**os.environ, "CHATRECALL_HOME": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", _FIRST_USE], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert out.split() == ["onnx-int8-query"], err
+        assert "ONNX backend failed" not in err, err
+    assert not [f.name for f in tmp_path.rglob("*") if f.name.endswith((".tmp", "-inferred.onnx"))]
+
+
+_EXPORT = """
+import sys
+from chatrecall.adapters import _onnx_backend as ob
+enc = ob.OnnxEncoder(sys.argv[1], backend="onnx")
+print("start", flush=True)
+print(enc.model_path(False), flush=True)
+"""
+
+
+@pytest.mark.model
+def test_an_export_waits_for_the_process_holding_the_lock_and_uses_its_graph(tmp_path: Path) -> None:
+    """While another process holds the folder's export lock, ``model_path`` waits; when that process has made the
+    graph, it is used as it is, not exported over."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    path = _bundled()
+    pytest.importorskip("onnxruntime")
+    env = {**os.environ, "CHATRECALL_HOME": str(tmp_path)}
+    folder = ob.OnnxEncoder(path, backend="onnx", cache_dir=tmp_path / "onnx").folder
+    folder.mkdir(parents=True)
+    made = b"the graph another process made"
+    with ob._export_lock(folder):
+        p = subprocess.Popen([sys.executable, "-c", _EXPORT, str(path)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        assert p.stdout is not None and p.stdout.readline().strip() == "start"
+        time.sleep(2.0)
+        assert p.poll() is None  # waiting for the lock
+        (folder / "model.onnx").write_bytes(made)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert out.strip() == str(folder / "model.onnx")
+    assert (folder / "model.onnx").read_bytes() == made

@@ -223,10 +223,10 @@ class CachingEmbedder:
         self.embed_seconds = 0.0
         self._disk: Path | None = None
         self._disk_new: dict[str, np.ndarray] = {}
+        self._backend = getattr(base, "backend", "torch")
         if disk_dir is not None:
             name = model_name or getattr(base, "model_name", type(base).__name__)
-            backend = getattr(base, "backend", "torch")
-            name = name if backend == "torch" else f"{name}#{backend}"  # vectors differ per backend
+            name = name if self._backend == "torch" else f"{name}#{self._backend}"  # vectors differ per backend
             tag = hashlib.sha1(str(name).encode()).hexdigest()[:10]
             self._disk = Path(disk_dir) / f"vectors-{tag}.npz"
             if self._disk.exists():
@@ -270,6 +270,8 @@ class CachingEmbedder:
         """Persist new document vectors (no-op without ``disk_dir``)."""
         if self._disk is None or not self._disk_new:
             return
+        if getattr(self.base, "backend", "torch") != self._backend:
+            return  # the base fell back to another backend mid-run: its vectors are not this file's
         self._disk.parent.mkdir(parents=True, exist_ok=True)
         keys = np.asarray(list(self._docs), dtype=object).astype(str)
         vecs = np.stack(list(self._docs.values())).astype(np.float32)

@@ -31,6 +31,7 @@ cores. Batches run on a session with up to ``batch_threads`` threads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -38,7 +39,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,26 @@ def _export_fp32(layout: _Layout, out: Path) -> None:
             f.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def _export_lock(folder: Path) -> Iterator[None]:
+    """Hold ``folder/.export.lock`` exclusively (an advisory ``flock``; released if the process dies).
+
+    Where ``fcntl`` is missing (Windows) nothing is locked: processes exporting at once may race, and one
+    that loses falls back to PyTorch with a warning.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(folder / ".export.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def _fuse(layout: _Layout, src: Path, out: Path) -> None:
     """ONNX Runtime's offline transformer fusions (the architectures it knows; others get the generic ones)."""
     from onnxruntime.transformers.optimizer import optimize_model
@@ -305,23 +326,35 @@ class OnnxEncoder:
         return p.get("query", "")
 
     # ------------------------------------------------------------------ build
+    @property
+    def folder(self) -> Path:
+        """The cache folder of this model's graphs (one per model directory and export recipe)."""
+        return self._cache_dir / f"{self.layout.root.name}-{_fingerprint(self.layout)}"
+
     def model_path(self, quantized: bool | None = None) -> Path:
-        """The cached graph (int8 if ``quantized``, default: the query graph), exported now if missing."""
+        """The cached graph (int8 if ``quantized``, default: the query graph), exported now if missing.
+
+        One process at a time exports into the folder (the others wait, then find the graph made): two
+        workers of one deploy starting together on a fresh machine raced, and one fell back to PyTorch.
+        """
         quantized = self.quantized if quantized is None else quantized
-        folder = self._cache_dir / f"{self.layout.root.name}-{_fingerprint(self.layout)}"
+        folder = self.folder
         fp32 = folder / "model.onnx"
         target = folder / ("model-int8.onnx" if quantized else "model.onnx")
         if target.exists():
             return target
         folder.mkdir(parents=True, exist_ok=True)
-        if not fp32.exists():
-            log.info("exporting %s to ONNX (once) into %s", self.layout.root, folder)
-            _export_fp32(self.layout, fp32)
-        if quantized:
-            _quantize(self.layout, fp32, target)
-        meta = {"source": str(self.layout.root), "export_version": EXPORT_VERSION, "dim": self.layout.dim,
-                "pooling": self.layout.pooling, "max_seq_length": self.layout.max_seq_length}
-        (folder / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        with _export_lock(folder):
+            if target.exists():  # made by another process while this one waited
+                return target
+            if not fp32.exists():
+                log.info("exporting %s to ONNX (once) into %s", self.layout.root, folder)
+                _export_fp32(self.layout, fp32)
+            if quantized:
+                _quantize(self.layout, fp32, target)
+            meta = {"source": str(self.layout.root), "export_version": EXPORT_VERSION, "dim": self.layout.dim,
+                    "pooling": self.layout.pooling, "max_seq_length": self.layout.max_seq_length}
+            (folder / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
         return target
 
     def _session(self, file: Path, threads: int) -> Any:
