@@ -166,6 +166,9 @@ class _Run:
     search: _Search | None = None
     memory_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     phase1: list[ScoredItem] = dataclasses.field(default_factory=list)
+    #: The small lookup of a memory-only turn did not answer (nothing useful, or no memory at all outside the
+    #: recent window): the corpus is tried, and :meth:`ChatRecall._settle_phase1` decides what stays.
+    memory_short: bool = False
     #: A memory-only turn whose small lookup was useful searches the documents too: for the answer form those
     #: memories lack (``form_gap``), or for a strong passage (``RetrievalConfig.corpus_probe``); see
     #: :meth:`ChatRecall._settle_corpus_probe`.
@@ -1111,7 +1114,7 @@ class ChatRecall(_AsyncMixin):
                     self._keep_naming(run, plan.known_names)
             if plan.probe:
                 self._probe_phase(run, gate)
-            if plan.route.wants_corpus or run.phase1 or run.corpus_probe:
+            if plan.route.wants_corpus or run.memory_short or run.corpus_probe:
                 # the probe of a memory turn asks whether a document bears on the message: the recent turns say
                 # what a follow-up is about, and on a statement they matched the conversation's document instead
                 self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items)
@@ -1367,7 +1370,10 @@ class ChatRecall(_AsyncMixin):
         run.form = form = asked_form(run.query)
         useful = self._useful(items, run.entities, gate, run.query)
         if not useful:
-            run.phase1 = items
+            run.phase1, run.memory_short = items, True
+            if not items:
+                # a new user's first session: every turn is in the recent window, which the search leaves out
+                run.notes.append("no memory outside the recent window: the documents tried")
             return
         run.memory_items = items
         probe = self.retrieval_config.corpus_probe
@@ -1656,23 +1662,27 @@ class ChatRecall(_AsyncMixin):
         lookup did not clearly answer. A weak document ("which machine do we
         have?" against an espresso guide) must not replace the memories, and a
         correction ("no, I meant the dog's breed") is about the conversation,
-        whatever the corpus holds.
+        whatever the corpus holds. A lookup that found no memory at all (a first session, all of it in the recent
+        window) is settled the same way, with nothing to keep from memory.
         """
-        if not run.phase1:
+        if not run.memory_short:
             return
         strong = self._strong_corpus(run.corpus_items)
+        memory = "memory not clearly useful" if run.phase1 else "no memory found"
         if plan.correction:
-            run.notes.append("memory not clearly useful, but the turn corrects the conversation: kept")
+            run.notes.append(f"{memory}, but the turn corrects the conversation: kept")
             run.memory_items = run.phase1
             if not strong:
                 run.rejected.extend(dataclasses.replace(i, why="correction: corpus not strong") for i in run.corpus_items)
                 run.corpus_items = []
         elif strong:
-            run.notes.append("memory not useful: dropped for a strong corpus hit")
+            run.notes.append("memory not useful: dropped for a strong corpus hit" if run.phase1
+                             else "no memory found: the strong corpus hit kept")
             run.rejected.extend(dataclasses.replace(i, why="phase 1: not useful") for i in run.phase1)
         else:
             why = "the corpus found no passage" if not run.corpus_items else "the corpus found nothing strong"
-            run.notes.append(f"memory not clearly useful, but {why}: kept")
+            if run.phase1:
+                run.notes.append(f"memory not clearly useful, but {why}: kept")
             run.memory_items = run.phase1
             # "what time do we open on Sunday?": the best passage that states the asked form stays, weak or not;
             # else the best passage: the memories were not useful either (helper-92 / helper-94: a 0.39 passage
@@ -1685,7 +1695,8 @@ class ChatRecall(_AsyncMixin):
                     run.notes.append(f"the best passage stating the {_FORM_WORDS[form]} asked for: kept")
             if best is None and run.corpus_items:
                 best = run.corpus_items[0]
-                run.notes.append("the best passage: kept, the memories were not clearly useful either")
+                run.notes.append("the best passage: kept, the memories were not clearly useful either" if run.phase1
+                                 else "the best passage: kept (not strong), no memory found")
             run.rejected.extend(dataclasses.replace(i, why="phase 2: corpus not strong, memory kept")
                                 for i in run.corpus_items if i is not best)
             run.corpus_items = [best] if best is not None else []
