@@ -112,3 +112,20 @@ def test_two_neighbouring_chunks_share_no_sentence_in_the_context(real_engine: C
     assert whole == set(said) & whole
     assert res.tokens_used == sum(i.tokens for i in (*res.items, *res.recent, *res.pins))
     assert sum(i.tokens for i in passages) < sum(cr.token_counter.count(i.record.text) for i in passages)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"max_words": 0}, r"max_words=0 is invalid: must be an int of at least 1"),
+    ({"max_words": -5}, r"max_words=-5 is invalid"),
+    ({"max_words": "160"}, r"max_words='160' is invalid"),
+    ({"overlap_words": -1}, r"overlap_words=-1 is invalid"),
+    ({"max_words": 20, "overlap_words": 20}, r"overlap_words=20 is invalid: must be less than max_words=20"),
+])
+def test_bad_chunk_sizes_fail_at_once_and_store_nothing(make_engine: Any, kwargs: dict[str, Any], match: str) -> None:
+    """helper-118: max_words=-5 returned [] and stored nothing; 0 and '160' raised a bare ValueError / TypeError."""
+    from chatrecall import InvalidInputError
+
+    eng = make_engine()
+    with pytest.raises(InvalidInputError, match=match):
+        eng.add_documents([HANDBOOK], **kwargs)
+    assert eng.add_documents([HANDBOOK], max_words=70, overlap_words=30)  # the engine is fine after it
