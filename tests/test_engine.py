@@ -162,6 +162,13 @@ def test_exclude_ids_leaves_turns_out_of_the_search_and_keeps_k(cr: ChatRecall) 
         cr.retrieve(q, user_id="g", exclude_ids=[1, 2])  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_include_recent_must_be_a_bool(cr: ChatRecall, value: object) -> None:
+    """helper-118: include_recent='no' was accepted (a truthy string: the window injected)."""
+    with pytest.raises(InvalidInputError, match=rf"include_recent={value!r} is invalid: must be True or False"):
+        cr.retrieve("hi", user_id="g", include_recent=value)  # type: ignore[arg-type]
+
+
 def test_a_user_with_no_memories_is_said_so(cr: ChatRecall) -> None:
     # helper-92 (stop 32): a user id with the wrong case found nothing, and no note said why
     cr.add("my cat is called Marmite", user_id="rhiannon", session_id="s")

@@ -1089,6 +1089,8 @@ class ChatRecall(_AsyncMixin):
         if budget_tokens is not None and (isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int)
                                           or budget_tokens < 0):
             raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
+        if not isinstance(include_recent, bool):
+            raise InvalidInputError(f"include_recent={include_recent!r} is invalid: must be True or False")
         shown = check_ids("exclude_ids", exclude_ids)
         run = _Run(message=message, user_id=user_id, session_id=session_id, k=k, explicit_k=explicit_k,
                    strategy=strat, t_start=t_start, now=self._clock(), shown=shown)
