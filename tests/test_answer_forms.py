@@ -336,6 +336,8 @@ def test_a_text_holds_no_clock_time(text: str) -> None:
     ("the ferry leaves at 11:50", True),
     ("doors open on the 14th", True),
     ("we're going tomorrow", True),
+    ("The EP deadline is October 23rd.", True),  # helper-118: month then ordinal day was missed
+    ("deadline moved to Oct 30th", True),
     ("Tom got the job at the council", False),
     ("the ferry is always late", False),
 ])

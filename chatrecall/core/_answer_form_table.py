@@ -68,10 +68,10 @@ _HOURS_HELD = (
     r"|\bopens?\s+(?:at|from)\s+\d|\bopen\s+24\s+hours\b|\b24/7\b"
 )
 
-# a day or a date: "Monday", "30 March", "the 14th", "tomorrow", "next week", "on 3/4"
+# a day or a date: "Monday", "30 March", "October 23rd", "the 14th", "tomorrow", "next week", "on 3/4"
 _DAY_HELD = (
     r"\b(?:" + _DAY + r"|today|tonight|tomorrow|yesterday|next\s+(?:week|month)|this\s+(?:week|month))\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b\s*\d{1,2}\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b\s*\d{1,2}(?:st|nd|rd|th)?\b"
     r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b"
     r"|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
 )
