@@ -141,19 +141,16 @@ def trim_overlaps(
         nxt = shown.get((rec.user_id, rec.session_id, rec.seq + 1))
         head = _shared_run(prev[1], words) if prev else 0
         tail = _shared_run(words, nxt[1]) if nxt else 0
-        if not head and not tail:
-            kept.append(it)
-            shown[(rec.user_id, rec.session_id, rec.seq)] = (it.id, words)
-            continue
-        said = " and ".join(f"{where} {n} words repeat {ref[0]}" for n, where, ref in
-                            ((head, "first", prev), (tail, "last", nxt)) if n and ref)
-        rest = words[head:len(words) - tail] if head + tail < len(words) else []
-        if not rest:
-            dropped.append(dataclasses.replace(it, why=f"all its words are shown already: its {said}"))
-            continue
-        text = ("… " if head else "") + " ".join(rest) + (" …" if tail else "")
-        why = f"{it.why}; " if it.why else ""
-        kept.append(dataclasses.replace(it, text=text, tokens=count_tokens(text),
-                                        why=f"{why}its {said}, shown already: left out"))
+        if head or tail:
+            said = " and ".join(f"{where} {n} words repeat {ref[0]}" for n, where, ref in
+                                ((head, "first", prev), (tail, "last", nxt)) if n and ref)
+            if head + tail >= len(words):
+                dropped.append(dataclasses.replace(it, why=f"all its words are shown already: its {said}"))
+                continue
+            text = ("… " if head else "") + " ".join(words[head:len(words) - tail]) + (" …" if tail else "")
+            why = f"{it.why}; " if it.why else ""
+            it = dataclasses.replace(it, text=text, tokens=count_tokens(text),  # noqa: PLW2901
+                                     why=f"{why}its {said}, shown already: left out")
+        kept.append(it)
         shown[(rec.user_id, rec.session_id, rec.seq)] = (it.id, words)
     return kept, dropped

@@ -58,6 +58,7 @@ from ._types import (
     Turn,
 )
 from ._validate import (
+    check_chunking,
     check_document_fields,
     check_id,
     check_ids,
@@ -509,12 +510,7 @@ class ChatRecall(_AsyncMixin):
             user_id: Owner; ``None`` makes the documents readable by every user.
         """
         owner = SHARED_OWNER if user_id is None else check_id("user_id", user_id, self.limits)
-        for name, value, low in (("max_words", max_words, 1), ("overlap_words", overlap_words, 0)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise InvalidInputError(f"{name}={value!r} is invalid: must be an int of at least {low}")
-        if overlap_words >= max_words:
-            raise InvalidInputError(f"overlap_words={overlap_words!r} is invalid: must be less than "
-                                    f"max_words={max_words!r} (a chunk repeats at most that many words of the one before)")
+        check_chunking(max_words, overlap_words)
         if isinstance(documents, (str, bytes, Mapping)):
             documents = [documents]  # type: ignore[list-item]
         elif not isinstance(documents, Iterable):

@@ -22,7 +22,7 @@ from ._errors import InvalidArgumentError, InvalidInputError
 from ._index import PARTS_KEY
 from ._types import Scalar, Strategy, Turn
 
-__all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
+__all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_chunking", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
            "check_turn"]
 
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
@@ -161,6 +161,21 @@ def check_k(value: Any, name: str = "k") -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
         raise InvalidInputError(f"{name}={value!r} is invalid: must be an int from 1 to 1000")
     return value
+
+
+def check_chunking(max_words: Any, overlap_words: Any) -> None:
+    """``add_documents``' chunk sizes: ``max_words`` an int of at least 1, ``overlap_words`` one of at least 0
+    and under ``max_words``.
+
+    Example:
+        >>> check_chunking(160, 30)
+    """
+    for name, value, low in (("max_words", max_words, 1), ("overlap_words", overlap_words, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise InvalidInputError(f"{name}={value!r} is invalid: must be an int of at least {low}")
+    if overlap_words >= max_words:
+        raise InvalidInputError(f"overlap_words={overlap_words!r} is invalid: must be less than "
+                                f"max_words={max_words!r} (a chunk repeats at most that many words of the one before)")
 
 
 def check_strategy(value: Any) -> Strategy | None:
