@@ -125,6 +125,7 @@ def connect(
     store = ChromaStore(path=path, url=url, namespace=namespace, timeout_s=timeout_s, server_process=server_process)
     try:
         engine = ChatRecall(store=store, embedder=embedder, **engine_kwargs)
+        engine._owned_store = store  # opened here for the caller: engine.close() closes it
         if url is not None and not lazy:
             try:
                 store.ping()

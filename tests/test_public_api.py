@@ -17,7 +17,7 @@ import chatrecall.core
 ROOT = Path(chatrecall.__file__).parent
 
 EXPECTED_TOP = {
-    "BudgetConfig", "ChatRecall", "ChatRecallError", "ConfigError", "Entity", "ForgetReport", "Gate",
+    "BudgetConfig", "ChatRecall", "ChatRecallError", "ClosedError", "ConfigError", "Entity", "ForgetReport", "Gate",
     "GateConfig", "GateDecision", "GatePattern", "GateReason", "InvalidArgumentError", "InvalidInputError", "NotFoundError", "Pin",
     "PinConfig", "PinLimitError", "QueryType", "Record", "RetrievalConfig", "RetrievalResult", "Route",
     "ScoredItem", "StoreError", "StoreLimits", "StoreUnavailableError", "Strategy", "Turn", "__version__",

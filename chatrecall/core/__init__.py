@@ -9,6 +9,7 @@ from ._engine import ChatRecall
 from ._entities import RegexEntityExtractor, fold_key
 from ._errors import (
     ChatRecallError,
+    ClosedError,
     ConfigError,
     InvalidArgumentError,
     InvalidInputError,
@@ -53,6 +54,7 @@ __all__ = [
     "Candidate",
     "ChatRecall",
     "ChatRecallError",
+    "ClosedError",
     "ConfigError",
     "Embedder",
     "Entity",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures as cf
 import dataclasses
+import functools
 import hashlib
 import itertools
 import threading
@@ -12,7 +13,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from ._classifier import asks_advice, drop_negated, ruled_out
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
+    ClosedError,
     ConfigError,
     InvalidInputError,
     NotFoundError,
@@ -195,6 +197,25 @@ class _Run:
         return self.corpus_probe and not self.form_gap
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _open_only(method: _F) -> _F:
+    """Decorate a ChatRecall method that needs the store or the background pool: after ``close()`` it raises
+    :class:`ClosedError` naming the call (one attribute read on an open engine)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def guarded(self: ChatRecall, *args: Any, **kwargs: Any) -> Any:
+        if self._closed:
+            raise ClosedError(
+                f"ChatRecall.{name}() was called after close(); nothing stored is lost: open a new one on the "
+                "same store (chatrecall.connect(...) with the same path or url)")
+        return method(self, *args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
+
+
 class ChatRecall(_AsyncMixin):
     """Memory layer between a chatbot's user message and its LLM.
 
@@ -300,6 +321,10 @@ class ChatRecall(_AsyncMixin):
         self._sync_interval = sync_interval_s
         self._users: OrderedDict[str, _UserState] = OrderedDict()
         self._users_lock = threading.Lock()
+        self._closed = False
+        #: A store this engine opened for its caller (``chatrecall.connect``), closed by :meth:`close`; a store
+        #: passed in belongs to the caller, who closes it.
+        self._owned_store: Any = None
         self._pool = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="chatrecall-phase1")
         self._corpus_count: int | None = None
         self.vector_index = vector_index
@@ -387,6 +412,7 @@ class ChatRecall(_AsyncMixin):
     def _make_turn(self, t: Turn | Mapping[str, Any]) -> Turn:
         return check_turn(t, self.limits)  # mappings may say ``content`` for ``text``
 
+    @_open_only
     @keywords_checked
     def add(
         self,
@@ -413,6 +439,7 @@ class ChatRecall(_AsyncMixin):
                   timestamp=timestamp, metadata=metadata)]  # type: ignore[arg-type]
         )[0]
 
+    @_open_only
     @keywords_checked
     def add_many(self, turns: Iterable[Turn | Mapping[str, Any]]) -> list[str]:
         """Store many turns in one embedding batch; returns ids in input order.
@@ -493,6 +520,7 @@ class ChatRecall(_AsyncMixin):
             stored.append(dataclasses.replace(rec, metadata={**rec.metadata, PARTS_KEY: encode_parts(pv)}))
         return emb, parts, stored
 
+    @_open_only
     @keywords_checked
     def add_documents(
         self,
@@ -578,6 +606,7 @@ class ChatRecall(_AsyncMixin):
             st.pins_loaded_at = self._clock()
         return st.pins
 
+    @_open_only
     @keywords_checked
     def pin(self, text: str, *, user_id: str, session_id: str | None = None) -> Pin:
         """Pin a standing constraint; it is injected on every turn until unpinned.
@@ -621,6 +650,7 @@ class ChatRecall(_AsyncMixin):
             self.metrics.incr("pins_added")
             return pin
 
+    @_open_only
     @keywords_checked
     def unpin(self, pin_id: str | Pin, *, user_id: str | None = None) -> Pin:
         """Remove a pin; returns it.
@@ -647,6 +677,7 @@ class ChatRecall(_AsyncMixin):
         return Pin(id=rec.id, text=rec.text, user_id=rec.user_id, session_id=rec.session_id or None,
                    created_at=rec.timestamp, tokens=self.token_counter.count(rec.text))
 
+    @_open_only
     @keywords_checked
     def pins(self, user_id: str, session_id: str | None = None) -> list[Pin]:
         """The user's pins, oldest first: global ones plus those of ``session_id`` if given."""
@@ -659,6 +690,7 @@ class ChatRecall(_AsyncMixin):
         return [p for p in allp if p.session_id in (None, session_id)]
 
     # ================================================================ forget
+    @_open_only
     @keywords_checked
     def forget(self, user_id: str, session_id: str | None = None) -> ForgetReport:
         """Delete a user's (or one session's) memories, pins and index entries.
@@ -696,6 +728,7 @@ class ChatRecall(_AsyncMixin):
         self.metrics.incr("forgets")
         return ForgetReport(user_id=user_id, session_id=session_id, memories=mem, pins=pins)
 
+    @_open_only
     @keywords_checked
     def count(self, user_id: str, session_id: str | None = None) -> int:
         """Memories stored for a user (or one session), read from the store."""
@@ -712,6 +745,7 @@ class ChatRecall(_AsyncMixin):
         check_text("message", message, self.limits)
         return self.gate.decide(message)
 
+    @_open_only
     @keywords_checked
     def recent(self, user_id: str, session_id: str) -> tuple[ScoredItem, ...]:
         """The recent window of a session: last N turns, each and all token capped."""
@@ -719,6 +753,7 @@ class ChatRecall(_AsyncMixin):
         check_id("session_id", session_id, self.limits)
         return self._recent(self._state(user_id), session_id)
 
+    @_open_only
     @keywords_checked
     def history(self, user_id: str, session_id: str) -> list[Record]:
         """Every stored turn of a session, oldest first (read from the store)."""
@@ -753,6 +788,7 @@ class ChatRecall(_AsyncMixin):
                                   record=rec))
         return tuple(reversed(out))
 
+    @_open_only
     @keywords_checked
     def search(
         self,
@@ -1014,6 +1050,7 @@ class ChatRecall(_AsyncMixin):
                 return f"memory supplies an entity for {conts[0]!r}"
         return None
 
+    @_open_only
     @keywords_checked
     def retrieve(
         self,
@@ -1794,6 +1831,7 @@ class ChatRecall(_AsyncMixin):
         return planned
 
     # ================================================================ memories by id
+    @_open_only
     @keywords_checked
     def upsert(
         self,
@@ -1850,6 +1888,7 @@ class ChatRecall(_AsyncMixin):
         self.metrics.incr("memories_stored")
         return rec
 
+    @_open_only
     @keywords_checked
     def get_memories(
         self, user_id: str, *, ids: Sequence[str] | None = None, session_id: str | None = None
@@ -1874,6 +1913,7 @@ class ChatRecall(_AsyncMixin):
         batch = self.store.get(COLLECTION_MEMORIES, ids=ids, where=where)
         return sorted(map(without_parts, batch.records), key=lambda r: (r.timestamp, r.seq, r.id))
 
+    @_open_only
     @keywords_checked
     def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete some of a user's memories by id; returns how many were deleted.
@@ -1897,6 +1937,7 @@ class ChatRecall(_AsyncMixin):
         self.metrics.incr("memories_deleted", n)
         return n
 
+    @_open_only
     @keywords_checked
     def list_sessions(self, user_id: str | None = None, *, role: str | None = None) -> list[tuple[str, str]]:
         """Distinct ``(user_id, session_id)`` pairs that have stored memories, sorted.
@@ -1934,6 +1975,7 @@ class ChatRecall(_AsyncMixin):
                 g = self._gate
         return g
 
+    @_open_only
     @keywords_checked
     def warm(self, *, background: bool = False) -> threading.Thread | None:
         """Build the gate, compile all its regexes and load the embedding model now, not on the first messages.
@@ -1970,14 +2012,31 @@ class ChatRecall(_AsyncMixin):
             warnings.warn(f"chatrecall: background warm-up failed ({type(exc).__name__}: {exc})",
                           RuntimeWarning, stacklevel=1)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: the methods that use the store then raise :class:`ClosedError`."""
+        return self._closed
+
     def close(self) -> None:
-        """Stop background threads and snapshot changed large users (the store stays usable by others)."""
+        """Stop background threads, snapshot changed large users and close the store if this engine opened it
+        (``chatrecall.connect``: an embedded Chroma directory is then released; a store you passed in stays open,
+        yours to close).
+
+        Closing twice does nothing more. Afterwards every method that reads or writes the store raises
+        :class:`ClosedError`; :meth:`decide` (the gate alone) still answers.
+        """
+        if self._closed:
+            return
+        self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._users_lock:
             cached = list(self._users.items())
         for user_id, st in cached:
             with st.lock:
                 self._snapshots.save(user_id, st.index)
+        owned, self._owned_store = self._owned_store, None
+        if owned is not None:
+            owned.close()
 
     def __enter__(self) -> ChatRecall:
         return self

@@ -36,6 +36,11 @@ class ConfigError(ChatRecallError, ValueError):
     """A configuration object was built with an invalid value."""
 
 
+class ClosedError(ChatRecallError, RuntimeError):
+    """A method that reads or writes the store was called on a ChatRecall after its ``close()``; the message
+    names the call. Nothing stored is lost: open a new ChatRecall (``chatrecall.connect(...)``) on the store."""
+
+
 class NotFoundError(ChatRecallError, KeyError):
     """An id (pin, memory) or user that was asked for does not exist."""
 
