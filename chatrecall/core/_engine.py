@@ -1199,16 +1199,19 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"{n} stored turn{'s' if n != 1 else ''} left out: the caller shows them "
                              f"(exclude_ids)")
 
-    @staticmethod
-    def _remember_documents_turn(run: _Run, result: RetrievalResult) -> None:
+    def _remember_documents_turn(self, run: _Run, result: RetrievalResult) -> None:
         """Whether this turn brought documents (passages were injected, not only searched for), for a correction
         or a follow-up on the session's next turn. Passages the probe of a memory turn kept beside useful memories
         do not count (memory answered; "and how many tiers is it now?" after "When's Helen's wedding?" stays a
-        memory turn), unless the memories lacked the answer form the message asked for."""
+        memory turn), unless the memories lacked the answer form the message asked for. Nor do weak passages
+        beside memories (C52): "When is Marek landing?" was answered by memory with weak passages beside it, and
+        "no, I meant what time he lands" then searched both (k memories, every passage); the documents answered a
+        turn when a passage was strong or no memory came."""
         st, sid = run.st, run.session_id
         if st is None or sid is None:
             return
-        if not run.probe_only and any(i.source == "corpus" for i in result.items):
+        passages = [i for i in result.items if i.source == "corpus"]
+        if not run.probe_only and passages and (self._strong_corpus(passages) or len(passages) == len(result.items)):
             st.corpus_last.add(sid)
         else:
             st.corpus_last.discard(sid)
