@@ -12,7 +12,8 @@ from ._index import tokenize
 from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "classify_query", "drop_negated", "ruled_out", "time_cue"]
+__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "classify_query", "drop_negated", "names_own", "ruled_out",
+           "time_cue"]
 
 _RECENT = re.compile(
     r"\b(just now|a moment ago|a minute ago|last (?:thing|message|answer|one)|you just|i just|"
@@ -24,6 +25,8 @@ _EXPLORE = re.compile(
     r"(?:talk|discuss)|anything (?:about|else)|list (?:all|every)|topics?)\b",
     re.I,
 )
+#: A possessive that speaks of the user's own things ("my guest", "our hotel"; a bare "I" does not).
+_POSSESSIVE = re.compile(r"\b(?:my|mine|our|ours)\b", re.I)
 _SPECIFIC_KINDS = frozenset({"identifier", "path", "error", "quoted"})
 
 #: The strategy the classifier picks for each query type (from ``_tuned.AUTO_STRATEGY``).
@@ -262,3 +265,9 @@ def ruled_out(message: str) -> tuple[frozenset[str], frozenset[str]]:
     if not ruled:
         return frozenset(), frozenset()
     return ruled, frozenset(tokenize(drop_negated(message))) - _FILLER - ruled
+
+
+def names_own(text: str) -> bool:
+    """Whether ``text`` (a personal pattern's match) speaks of the user's own things with a possessive: "my guest",
+    "our hotel"; "how do I say" does not."""
+    return _POSSESSIVE.search(text) is not None

@@ -22,7 +22,7 @@ from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of, trim_overlaps
-from ._classifier import asks_advice, drop_negated, ruled_out
+from ._classifier import asks_advice, drop_negated, names_own, ruled_out
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -1152,7 +1152,7 @@ class ChatRecall(_AsyncMixin):
             if plan.route.wants_memory:
                 self._memory_phase(run, plan, gate)
                 if plan.known_names:
-                    self._keep_naming(run, plan.known_names)
+                    self._keep_naming(run, plan.known_names, gate)
             if plan.probe:
                 self._probe_phase(run, gate)
             if plan.route.wants_corpus or run.memory_short or run.corpus_probe:
@@ -1173,13 +1173,19 @@ class ChatRecall(_AsyncMixin):
         self._remember_documents_turn(run, result)
         return result
 
-    @staticmethod
-    def _keep_naming(run: _Run, names: tuple[str, ...]) -> None:
+    def _keep_naming(self, run: _Run, names: tuple[str, ...], gate: GateDecision) -> None:
         """Keep the memories that name one of ``names``: a corpus question searched memory only because it names
         something the user spoke of; memories that matched its other words ("morning" in "how do I say 'good
-        morning' in Portuguese?") are about something else."""
+        morning' in Portuguese?") are about something else. A message that speaks of the user's own things (a
+        personal pattern: "Can Marek join the sailing class today as my guest?") also keeps the memories useful
+        on their own (C53, helper-118: the guest fee the assistant had quoted and the class's new day were left
+        out for not naming Marek)."""
         wanted = set(names)
-        kept = [i for i in run.memory_items if i.record is not None and wanted & set(i.record.entities)]
+        personal = any(r.category == "personal" and r.weight > 0 and names_own(r.match) for r in gate.reasons)
+        floor = self.retrieval_config.useful_score
+        kept = [i for i in run.memory_items if i.record is not None and (
+            wanted & set(i.record.entities) or (personal and i.score >= floor and self._about_message(i, gate,
+                                                                                                  run.query)))]
         if len(kept) == len(run.memory_items):
             return
         ids = {i.id for i in kept}

@@ -1,4 +1,6 @@
-"""A correction after a turn that memory answered stays a memory turn (C52, helper-118).
+"""helper-118's new-user chat shape (stop 39): a sound engineer with a sailing club handbook and a studio's terms.
+
+C52, a correction after a turn that memory answered stays a memory turn.
 
 "When is Marek landing?" names Marek, whom memory knows: memory answers it, and the documents (a sailing club
 handbook, a studio's terms) add only weak passages beside it. "no, I meant what time he lands, not the date" then
@@ -7,6 +9,11 @@ matched the "what time" form) and every weak passage: 11 items, about 1,050 toke
 A turn brought documents (for the correction rule and the follow-up rule) when it injected a strong passage or
 no memory: a correction after a question the documents answered still searches them (tests/test_recall_new_user.py,
 "no, I meant the kitchen").
+
+C53, a corpus question naming someone memory knows keeps the memories useful on their own when it speaks of the
+user's things: "Can Marek join the sailing class today as my guest? What does it cost?" searched memory only
+because it names Marek, and kept only memories naming him, so the guest fee the assistant had quoted ("one guest
+per calendar month, 15 EUR") was left out.
 """
 
 from __future__ import annotations
@@ -86,3 +93,22 @@ def test_a_correction_after_a_question_memory_answered_searches_memory_only(toma
     assert len(res.memories) <= cr.retrieval_config.phase1_top_k, res.explain()
     assert all(p.score >= cr.retrieval_config.strong_corpus_score for p in res.passages), res.explain()
     assert not any("corpus searched too" in n for n in res.notes), res.explain()
+
+
+def test_a_question_naming_a_known_person_keeps_the_users_useful_memories(tomasz: Any) -> None:
+    cr, clock = tomasz
+    for user, reply in [("Can I bring a friend to a sailing class as a guest?",
+                         "Yes: one guest per calendar month, 15 EUR paid at the office before launching."),
+                        ("Is my sailing class today?", "No, your class moved to Thursdays at 18:30, so it's not today.")]:
+        cr.add(user, user_id="t", session_id="s3")
+        cr.add(reply, user_id="t", session_id="s3", role="assistant")
+        clock.advance(60)
+    clock.advance(5 * DAY)
+    cr.add("Marek arrived safely last night, the flight was only 10 minutes late!", user_id="t", session_id="s5")
+    cr.add("Great to hear he made it!", user_id="t", session_id="s5", role="assistant")
+    clock.advance(60)
+    res = cr.retrieve("Can Marek join the sailing class today as my guest? What does it cost?", user_id="t",
+                      session_id="s5")
+    assert any("15 EUR" in m.text for m in res.memories), res.explain()
+    # the rule still keeps out what is not about the message: nothing about the EP or the studio booking
+    assert not any("Low Tides" in m.text for m in res.memories), res.explain()
