@@ -65,5 +65,6 @@ def test_bad_text() -> None:
 
 def test_import_guard_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "tiktoken", None)
-    with pytest.raises(ImportError, match=r"tiktoken adapter needs tiktoken: pip install 'chatrecall\[tiktoken\]'"):
+    with pytest.raises(ImportError, match=r"tiktoken adapter needs tiktoken: pip install 'chatrecall\[tiktoken\]' "
+                       r"\(from a clone of the repository: pip install -e '\.\[tiktoken\]'\)"):
         TiktokenCounter()

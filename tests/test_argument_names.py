@@ -32,6 +32,12 @@ def _raises_naming(call: Callable[[], Any], wrong: str, right: str) -> None:
     ("add_documents", lambda e: e.add_documents([{"text": "x"}], user_ids="u"), "user_ids", "user_id"),
     ("pin", lambda e: e.pin("Use metric units", userid="u"), "userid", "user_id"),
     ("retrieve budget", lambda e: e.retrieve("hi", user_id="u", budget_token=500), "budget_token", "budget_tokens"),
+    # other libraries' names, which the closest spelling misses (helper-119: topk=3 named nothing)
+    ("retrieve topk", lambda e: e.retrieve("hi", user_id="u", topk=3), "topk", "k"),
+    ("search top_n", lambda e: e.search("cat", user_id="u", top_n=3), "top_n", "k"),
+    ("retrieve thread_id", lambda e: e.retrieve("hi", user_id="u", thread_id="t"), "thread_id", "session_id"),
+    ("retrieve query", lambda e: e.retrieve(user_id="u", query="hi"), "query", "message"),
+    ("search text", lambda e: e.search(user_id="u", text="hi"), "text", "query"),
 ])
 def test_engine_methods_name_a_misspelt_keyword(make_engine: Any, name: str, call: Any, wrong: str,
                                                  right: str) -> None:

@@ -40,5 +40,6 @@ def require(module_name: str, extra: str, *, package: str | None = None, adapter
         return importlib.import_module(module_name)
     except ImportError as exc:
         what = package or module_name
-        msg = f"{adapter or extra} adapter needs {what}: pip install 'chatrecall[{extra}]'"
+        msg = (f"{adapter or extra} adapter needs {what}: pip install 'chatrecall[{extra}]' (from a clone of the "
+               f"repository: pip install -e '.[{extra}]')")
         raise MissingExtraError(msg, name=module_name) from exc

@@ -506,7 +506,8 @@ def resolve_backend(backend: str, path: Path | None) -> OnnxEncoder | None:
             return None
     if not available(quantized):
         need = "onnxruntime, tokenizers" + (" and onnx" if quantized else "")
-        raise ConfigError(f"backend={backend!r} needs {need}: pip install 'chatrecall[embeddings]'")
+        raise ConfigError(f"backend={backend!r} needs {need}: pip install 'chatrecall[embeddings]' (from a clone of "
+                          "the repository: pip install -e '.[embeddings]')")
     if path is None or not path.is_dir():
         raise ConfigError(f"backend={backend!r} needs a local model directory, not a loaded model")
     return OnnxEncoder(path, backend=backend)

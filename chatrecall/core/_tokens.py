@@ -105,7 +105,8 @@ def _named_counter(name: str | bytes) -> TokenCounter:
         adapter = importlib.import_module("chatrecall.adapters.tiktoken")
     except ImportError:
         raise ConfigError(
-            f"token_counter={name!r} needs tiktoken: pip install 'chatrecall[tiktoken]', "
+            f"token_counter={name!r} needs tiktoken: pip install 'chatrecall[tiktoken]' (from a clone of the "
+            "repository: pip install -e '.[tiktoken]'), "
             "or leave token_counter unset for the offline approximation"
         ) from None
     known = set(tiktoken.list_encoding_names())

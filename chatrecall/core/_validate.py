@@ -312,6 +312,16 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+#: Names other libraries give an argument of ours, which the closest spelling does not find ("topk" is nearer
+#: "top" words than "k"): a refused one points to ours when the call takes it (helper-119: retrieve(topk=3)).
+_ARGUMENT_ALIASES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("topk", "top_k", "top_n", "n", "limit", "max_results", "num_results", "n_results"), ("k",)),
+    **dict.fromkeys(("query", "text", "message", "prompt", "input"), ("message", "query", "text")),
+    **dict.fromkeys(("session", "conversation_id", "thread_id", "chat_id"), ("session_id",)),
+    **dict.fromkeys(("user", "uid", "userid"), ("user_id",)),
+}
+
+
 def check_keywords(owner: str, given: Iterable[str], accepted: Collection[str]) -> None:
     """Refuse a keyword argument ``owner`` does not take, naming it and the closest one it takes.
 
@@ -321,7 +331,8 @@ def check_keywords(owner: str, given: Iterable[str], accepted: Collection[str]) 
     """
     for name in given:
         if name not in accepted:
-            hint = get_close_matches(name, sorted(accepted), n=1, cutoff=0.5)
+            alias = [a for a in _ARGUMENT_ALIASES.get(name.lower(), ()) if a in accepted and a != name][:1]
+            hint = alias or get_close_matches(name, sorted(accepted), n=1, cutoff=0.5)
             also = f" (did you mean {hint[0]!r}?)" if hint else ""
             raise InvalidArgumentError(f"{name!r} is not an argument of {owner}{also}; it takes "
                                        f"{', '.join(sorted(accepted))}")
