@@ -137,9 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--documents", action="store_true",
                     help="store every corpus-context document first (shared), so questions meet documents")
-    ap.add_argument("--sentence-vectors", action="store_true",
-                    help="chatrecall with RetrievalConfig(sentence_vectors=True) (opt-in)")
+    ap.add_argument("--sentence-vectors", action=argparse.BooleanOptionalAction, default=None,
+                    help="chatrecall with sentence vectors or without (default: RetrievalConfig's default, on)")
     args = ap.parse_args(argv)
+    if args.sentence_vectors is None:
+        args.sentence_vectors = RetrievalConfig().sentence_vectors
     t0 = time.perf_counter()
     files = args.files or sorted(DATA.glob("*.jsonl"))
     emb = CachingEmbedder(real_embedder(), disk_dir=embed_cache_dir())
@@ -147,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         # the engine and the baselines share one model (and its vectors)
         engine, _ = make_chatrecall(emb, path=str(Path(tmp) / "chroma"),
-                                    retrieval=RetrievalConfig(sentence_vectors=True) if args.sentence_vectors else None)
+                                    retrieval=RetrievalConfig(sentence_vectors=args.sentence_vectors))
         try:
             if args.documents:
                 _store_documents(engine)

@@ -65,7 +65,7 @@ from chatrecall._bench._common import (
 )
 from chatrecall._bench._locomo import load_locomo
 from chatrecall._bench._longmemeval import load_longmemeval, score_ranking
-from chatrecall.core import RegexEntityExtractor, _tuned
+from chatrecall.core import RegexEntityExtractor, RetrievalConfig, _tuned
 from chatrecall.core._ranking import DEFAULT_PARAMS, RankParams
 from chatrecall.core._types import QueryType, Strategy
 
@@ -436,10 +436,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=default_data_dir())
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite the ranking block of _tuned.py")
-    ap.add_argument("--sentence-vectors", action="store_true",
-                    help="measure the opt-in RetrievalConfig(sentence_vectors=True) (implies --no-write)")
+    ap.add_argument("--sentence-vectors", action=argparse.BooleanOptionalAction, default=None,
+                    help="rank with sentence vectors or without (default: RetrievalConfig's default, on); the "
+                         "other way than the default implies --no-write: the shipped constants are the default's")
     args = ap.parse_args(argv)
-    if args.sentence_vectors:
+    default_sv = RetrievalConfig().sentence_vectors
+    if args.sentence_vectors is None:
+        args.sentence_vectors = default_sv
+    elif args.sentence_vectors != default_sv:
         args.no_write = True
     t0 = time.perf_counter()
 

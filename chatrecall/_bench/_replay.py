@@ -568,7 +568,7 @@ def run_replay(
     feed_retrieve: str = "sample",
     ask_in: str = "new",
     assistant_turns: bool = False,
-    sentence_vectors: bool = False,
+    sentence_vectors: bool | None = None,
     ks: Sequence[int] = LADDER,
     details: bool = False,
     console: Any = None,
@@ -617,7 +617,8 @@ def run_replay(
     emb = _ReplayEmbedder(base, disk_dir=embed_cache_dir() if embedder is None else None)
     clock = MutableClock()
     engine, store_desc = make_chatrecall(emb, store=store, clock=clock,
-                                         retrieval=RetrievalConfig(sentence_vectors=True) if sentence_vectors else None)
+                                         retrieval=None if sentence_vectors is None else RetrievalConfig(
+                                             sentence_vectors=sentence_vectors))
     runner = _Runner(engine, emb, names, ks)
     runner.keep_details = details
     embed_ms: list[float] = []

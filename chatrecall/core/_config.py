@@ -191,8 +191,9 @@ class RetrievalConfig:
             "what's my cat called?"). Turns stored before keep one vector; a
             chatbot's replies get none. Off by default: cross-validated it
             raised LongMemEval turn recall_all@10 0.875 -> 0.896 and session
-            recall_all@5 0.958 -> 0.979 (LoCoMo R@10 0.793 -> 0.796) but lost
-            one question on one fold and one of 90 dev chats
+            recall_all@5 0.958 -> 0.979 (LoCoMo R@10 0.793 -> 0.796), but the
+            keyword weight the tuning script then chooses (0.25) drops "what's
+            my cat called?" out of the first three memories
             (docs/benchmarks.md, "Sentence vectors").
     """
 
