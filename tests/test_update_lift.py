@@ -3,7 +3,8 @@
 helper-119 (stop 40): "how many units of insulin is Pepper on?" brought "she's on insulin twice a day, 2 units" first
 and two replies about other insulin questions; "her dose is going up to 3 units from tonight" came fourth and was
 left out. helper-118 (stop 39): "the EP is now due on October 30th" came third, under the old deadline and the bot's
-acknowledgement of it. A change only considered ("thinking about switching") lifts nothing.
+acknowledgement of it. A change only considered ("thinking about switching") lifts nothing, and a question that
+tallies over time ("How many weddings have I attended this year?") keeps every mention in place (C56b).
 """
 
 from __future__ import annotations
@@ -88,3 +89,16 @@ def test_the_new_deadline_comes_before_the_old_one(vet_chat: ChatRecall) -> None
     first_new = next(i for i, t in enumerate(texts) if "October 30th" in t)
     first_old = next((i for i, t in enumerate(texts) if "October 23rd" in t), len(texts))
     assert first_new < first_old, res.explain()
+
+
+@pytest.mark.parametrize(("question", "tally"), [
+    ("How many weddings have I attended in this year?", True),
+    ("What is the total number of online courses I've completed?", True),
+    ("How many bikes did I service or plan to service in March?", True),
+    ("how many units of insulin is Pepper on?", False),
+    ("how many people are coming to Mom's birthday dinner?", False),
+])
+def test_a_tally_takes_every_mention_a_current_value_the_newest(question: str, tally: bool) -> None:
+    from chatrecall.core._classifier import asks_tally
+
+    assert asks_tally(question) is tally

@@ -16,7 +16,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _tuned
-from ._classifier import STRATEGY_FOR, TimeCue, classify_query, time_cue
+from ._classifier import STRATEGY_FOR, TimeCue, asks_tally, classify_query, time_cue
 from ._config import RetrievalConfig
 from ._index import UserIndex, _slots, tokenize
 from ._types import Entity, QueryType, Strategy
@@ -434,7 +434,8 @@ def rank_memories(
         final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
-    if strat is not Strategy.RECENCY and cand.size > 1:
+    if strat is not Strategy.RECENCY and cand.size > 1 and not asks_tally(query):
+        # a tally ("how many weddings have I attended this year?") wants every mention, not the newest (C56b)
         final = _lift_changes(idx, cand, final, bot, k + 5)
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
