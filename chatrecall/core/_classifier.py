@@ -12,8 +12,8 @@ from ._index import tokenize
 from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "asks_tally", "classify_query", "drop_negated", "names_own",
-           "ruled_out", "time_cue"]
+__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "classify_query", "drop_negated", "names_own", "ruled_out",
+           "time_cue"]
 
 _RECENT = re.compile(
     r"\b(just now|a moment ago|a minute ago|last (?:thing|message|answer|one)|you just|i just|"
@@ -25,13 +25,6 @@ _EXPLORE = re.compile(
     r"(?:talk|discuss)|anything (?:about|else)|list (?:all|every)|topics?)\b",
     re.I,
 )
-#: A question that tallies over time ("how many weddings have I attended this year?", "what is the total number of
-#: courses I've completed?", "how often did I..."): every mention counts, not only the newest (C56b).
-_TALLY = re.compile(
-    r"\bhow many\b(?:(?!\?).)*?\b(?:have|had|did|do)\s+(?:i|we)\b|\bhow many\b(?:(?!\?).)*?\b(?:i|we)\s*'?ve\b|"
-    r"\bhow many (?:different|distinct|times|separate)\b|\bhow often\b|\bin total\b|\bso far\b|\baltogether\b|"
-    r"\btotal (?:number|amount|count|of)\b|\bnumber of times\b|\bhow much (?:have|did) (?:i|we)\b",
-    re.IGNORECASE)
 #: A possessive that speaks of the user's own things ("my guest", "our hotel"; a bare "I" does not).
 _POSSESSIVE = re.compile(r"\b(?:my|mine|our|ours)\b", re.I)
 _SPECIFIC_KINDS = frozenset({"identifier", "path", "error", "quoted"})
@@ -278,10 +271,3 @@ def names_own(text: str) -> bool:
     """Whether ``text`` (a personal pattern's match) speaks of the user's own things with a possessive: "my guest",
     "our hotel"; "how do I say" does not."""
     return _POSSESSIVE.search(text) is not None
-
-
-
-def asks_tally(question: str) -> bool:
-    """Whether ``question`` tallies over time ("how many weddings have I attended this year?", "in total", "so far",
-    "how often"), where every mention counts; "how many units of insulin is Pepper on?" asks a current value."""
-    return _TALLY.search(question.replace("\u2019", "'")) is not None

@@ -16,7 +16,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _tuned
-from ._classifier import STRATEGY_FOR, TimeCue, asks_tally, classify_query, time_cue
+from ._classifier import STRATEGY_FOR, TimeCue, classify_query, time_cue
 from ._config import RetrievalConfig
 from ._index import UserIndex, _slots, tokenize
 from ._types import Entity, QueryType, Strategy
@@ -182,29 +182,6 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
     prev = _slots(cand, idx.previous_positions(cand))
     answers = reply & (prev >= 0) & ~bot[prev.clip(min=0)]
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
-
-
-def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, fixed: np.ndarray,
-                  window: int) -> np.ndarray:
-    """A user's statement that something changed ranks above the earlier turns about the same thing (turn cosine
-    at least UPDATE_COS) among the first ``window``: "her dose is going up to 3 units from tonight" above "she's on
-    2 units at 7am and 7pm" and the replies to it (C56; helper-118 and helper-119: the old value came first, the
-    update third or lower). Only candidates already in the first ``window`` move; scores of the others are kept.
-    ``fixed``: candidates that never move (a chatbot's replies; turns sharing no word with the query, C56c)."""
-    top = topk(final, window)
-    top = top[final[top] > 0]
-    change = idx.changes(cand[top]) & ~fixed[top] & ~idx.asks(cand[top])
-    if not change.any():
-        return final
-    emb = idx.embeddings[cand[top]]
-    ts = idx.timestamps[cand[top]]
-    out = final.copy()
-    for j in np.flatnonzero(change).tolist():
-        earlier = (ts < ts[j]) & (emb @ emb[j] >= _tuned.UPDATE_COS) & (final[top] >= out[top[j]])
-        earlier[j] = False
-        if earlier.any():
-            out[top[j]] = float(final[top][earlier].max()) + 1e-4
-    return out
 
 
 def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
@@ -436,9 +413,6 @@ def rank_memories(
         final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
-    if strat is not Strategy.RECENCY and cand.size > 1 and not asks_tally(query):
-        # a tally ("how many weddings have I attended this year?") wants every mention, not the newest (C56b)
-        final = _lift_changes(idx, cand, final, bot | (comp["keyword"] <= 0), k + 5)
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
         order = order[~mute[order]]
