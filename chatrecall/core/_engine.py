@@ -101,8 +101,11 @@ class _UserState:
     pins_loaded_at: float = 0.0
     synced_at: float = 0.0
     correction_pending: set[str] = dataclasses.field(default_factory=set)
-    #: Sessions whose last turn brought documents: a correction right after one searches the corpus too.
+    #: Sessions whose last turn brought documents: a follow-up right after one searches the corpus too.
     corpus_last: set[str] = dataclasses.field(default_factory=set)
+    #: Sessions whose last turn the documents answered (a strong passage, or passages alone): a correction right
+    #: after one searches the corpus too (C52).
+    corpus_answered: set[str] = dataclasses.field(default_factory=set)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
     #: Shared store: memories-collection count at this user's last resync (None: never), and its time.
@@ -721,6 +724,7 @@ class ChatRecall(_AsyncMixin):
                 st.pins = None
                 st.correction_pending.discard(session_id)
                 st.corpus_last.discard(session_id)
+                st.corpus_answered.discard(session_id)
         if mem == 0 and pins == 0 and docs == 0:
             raise NotFoundError(
                 f"nothing stored for user {user_id!r}" + (f" in session {session_id!r}" if session_id else "")
@@ -1209,18 +1213,22 @@ class ChatRecall(_AsyncMixin):
         """Whether this turn brought documents (passages were injected, not only searched for), for a correction
         or a follow-up on the session's next turn. Passages the probe of a memory turn kept beside useful memories
         do not count (memory answered; "and how many tiers is it now?" after "When's Helen's wedding?" stays a
-        memory turn), unless the memories lacked the answer form the message asked for. Nor do weak passages
-        beside memories (C52): "When is Marek landing?" was answered by memory with weak passages beside it, and
-        "no, I meant what time he lands" then searched both (k memories, every passage); the documents answered a
-        turn when a passage was strong or no memory came."""
+        memory turn), unless the memories lacked the answer form the message asked for. For a correction the
+        documents must have answered the turn (C52): a strong passage, or passages alone. "When is Marek landing?"
+        was answered by memory with weak passages beside it, and "no, I meant what time he lands" then searched both
+        (k memories, every passage); a follow-up ("and what's the pitch fee there?" after the market's set-up time,
+        a weak passage beside memories) still asks the documents again."""
         st, sid = run.st, run.session_id
         if st is None or sid is None:
             return
         passages = [i for i in result.items if i.source == "corpus"]
-        if not run.probe_only and passages and (self._strong_corpus(passages) or len(passages) == len(result.items)):
-            st.corpus_last.add(sid)
-        else:
-            st.corpus_last.discard(sid)
+        brought = not run.probe_only and bool(passages)
+        answered = brought and (self._strong_corpus(passages) or len(passages) == len(result.items))
+        for sessions, yes in ((st.corpus_last, brought), (st.corpus_answered, answered)):
+            if yes:
+                sessions.add(sid)
+            else:
+                sessions.discard(sid)
 
     # ---------------------------------------------------------------- retrieve steps
     @staticmethod
@@ -1312,19 +1320,21 @@ class ChatRecall(_AsyncMixin):
         """
         route = gate.route
         st, sid = run.st, run.session_id
-        pending = corpus_before = False
+        pending = corpus_before = answered_before = False
         if st is not None and sid is not None:
             pending = sid in st.correction_pending
             corpus_before = sid in st.corpus_last
+            answered_before = sid in st.corpus_answered
             st.correction_pending.discard(sid)
             if gate.correction:
                 st.correction_pending.add(sid)
-        return self._route_rules(run, gate, forced, route, pending, corpus_before)
+        return self._route_rules(run, gate, forced, route, pending, corpus_before, answered_before)
 
     def _route_rules(self, run: _Run, gate: GateDecision, forced: Route | None, route: Route, pending: bool,
-                     corpus_before: bool) -> _Plan:
+                     corpus_before: bool, answered_before: bool) -> _Plan:
         """The rules listed in :meth:`_plan_route`, given what the session's previous turns left: a correction
-        pending (``pending``) and whether the last turn brought documents (``corpus_before``)."""
+        pending (``pending``), whether the last turn brought documents (``corpus_before``) and whether they answered
+        it (``answered_before``: a strong passage, or passages alone)."""
         st = run.st
         fired = {r.category for r in gate.reasons if r.weight > 0}
         continues, follows_up = bool(fired & _CONTINUING), "continuity" in fired
@@ -1336,7 +1346,7 @@ class ChatRecall(_AsyncMixin):
             if not route.wants_memory:
                 route = Route.BOTH if route is Route.CORPUS else Route.MEMORY
             run.notes.append("correction: memory pass forced" + (" (follow-up turn)" if not gate.correction else ""))
-            if gate.correction and corpus_before and not route.wants_corpus:
+            if gate.correction and answered_before and not route.wants_corpus:
                 # "no, I meant the kitchen" after a question the documents answered: the documents again
                 route = Route.BOTH
                 run.notes.append("the corrected turn brought documents: corpus searched too")
