@@ -111,7 +111,10 @@ def test_upsert_same_id_and_forget_invalidate(tmp_path: Path) -> None:
     assert cr3._snapshots.loaded == 0 and cr3._snapshots.last["u1"] == "stale: version"  # same ids, new text: stale
     cr3.close()
     assert list((tmp_path / "snaps").glob("*.snap"))
-    cr3.forget("u1")
+    cr4 = _engine(store)  # a closed engine refuses forget() (ClosedError): a new one on the same store
+    cr4.forget("u1")
+    assert not list((tmp_path / "snaps").glob("*.snap"))
+    cr4.close()
     assert not list((tmp_path / "snaps").glob("*.snap"))
 
 
