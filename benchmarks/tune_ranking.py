@@ -437,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite the ranking block of _tuned.py")
     ap.add_argument("--sentence-vectors", action=argparse.BooleanOptionalAction, default=None,
-                    help="rank with sentence vectors or without (default: RetrievalConfig's default, on); the "
+                    help="rank with sentence vectors or without (default: RetrievalConfig's default, off); the "
                          "other way than the default implies --no-write: the shipped constants are the default's")
     args = ap.parse_args(argv)
     default_sv = RetrievalConfig().sentence_vectors

@@ -10,11 +10,16 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["MissingExtraError", "require"]
+__all__ = ["MissingExtraError", "install_hint", "require"]
 
 
 class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message names the extra that installs it."""
+
+
+def install_hint(extra: str) -> str:
+    """How to install an extra, from the package index and from a clone of the repository."""
+    return f"pip install 'chatrecall[{extra}]' (from a clone of the repository: pip install -e '.[{extra}]')"
 
 
 def require(module_name: str, extra: str, *, package: str | None = None, adapter: str | None = None) -> ModuleType:
@@ -40,6 +45,5 @@ def require(module_name: str, extra: str, *, package: str | None = None, adapter
         return importlib.import_module(module_name)
     except ImportError as exc:
         what = package or module_name
-        msg = (f"{adapter or extra} adapter needs {what}: pip install 'chatrecall[{extra}]' (from a clone of the "
-               f"repository: pip install -e '.[{extra}]')")
+        msg = f"{adapter or extra} adapter needs {what}: {install_hint(extra)}"
         raise MissingExtraError(msg, name=module_name) from exc

@@ -49,6 +49,8 @@ import numpy as np
 from chatrecall._home import data_dir
 from chatrecall.core import ConfigError
 
+from ._guard import install_hint
+
 __all__ = ["BACKENDS", "OnnxEncoder", "available", "cache_root", "resolve_backend"]
 
 log = logging.getLogger("chatrecall.onnx")
@@ -506,8 +508,7 @@ def resolve_backend(backend: str, path: Path | None) -> OnnxEncoder | None:
             return None
     if not available(quantized):
         need = "onnxruntime, tokenizers" + (" and onnx" if quantized else "")
-        raise ConfigError(f"backend={backend!r} needs {need}: pip install 'chatrecall[embeddings]' (from a clone of "
-                          "the repository: pip install -e '.[embeddings]')")
+        raise ConfigError(f"backend={backend!r} needs {need}: {install_hint('embeddings')}")
     if path is None or not path.is_dir():
         raise ConfigError(f"backend={backend!r} needs a local model directory, not a loaded model")
     return OnnxEncoder(path, backend=backend)

@@ -101,11 +101,9 @@ class _UserState:
     pins_loaded_at: float = 0.0
     synced_at: float = 0.0
     correction_pending: set[str] = dataclasses.field(default_factory=set)
-    #: Sessions whose last turn brought documents: a follow-up right after one searches the corpus too.
-    corpus_last: set[str] = dataclasses.field(default_factory=set)
-    #: Sessions whose last turn the documents answered (a strong passage, or passages alone): a correction right
-    #: after one searches the corpus too (C52).
-    corpus_answered: set[str] = dataclasses.field(default_factory=set)
+    #: Sessions whose last turn brought documents (a follow-up right after one searches the corpus too), each with
+    #: whether the documents answered it (a strong passage, or passages alone: a correction searches them again, C52).
+    corpus_last: dict[str, bool] = dataclasses.field(default_factory=dict)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
     #: Shared store: memories-collection count at this user's last resync (None: never), and its time.
@@ -723,8 +721,7 @@ class ChatRecall(_AsyncMixin):
                 st.index.remove(gone)
                 st.pins = None
                 st.correction_pending.discard(session_id)
-                st.corpus_last.discard(session_id)
-                st.corpus_answered.discard(session_id)
+                st.corpus_last.pop(session_id, None)
         if mem == 0 and pins == 0 and docs == 0:
             raise NotFoundError(
                 f"nothing stored for user {user_id!r}" + (f" in session {session_id!r}" if session_id else "")
@@ -1185,11 +1182,17 @@ class ChatRecall(_AsyncMixin):
         on their own (C53, helper-118: the guest fee the assistant had quoted and the class's new day were left
         out for not naming Marek)."""
         wanted = set(names)
-        personal = any(r.category == "personal" and r.weight > 0 and names_own(r.match) for r in gate.reasons)
+        own = any(r.category == "personal" and r.weight > 0 and names_own(r.match) for r in gate.reasons)
         floor = self.retrieval_config.useful_score
-        kept = [i for i in run.memory_items if i.record is not None and (
-            wanted & set(i.record.entities) or (personal and i.score >= floor and self._about_message(i, gate,
-                                                                                                  run.query)))]
+
+        def keep(i: ScoredItem) -> bool:
+            if i.record is None:
+                return False
+            if wanted & set(i.record.entities):
+                return True
+            return own and i.score >= floor and self._about_message(i, gate, run.query)
+
+        kept = [i for i in run.memory_items if keep(i)]
         if len(kept) == len(run.memory_items):
             return
         ids = {i.id for i in kept}
@@ -1222,13 +1225,10 @@ class ChatRecall(_AsyncMixin):
         if st is None or sid is None:
             return
         passages = [i for i in result.items if i.source == "corpus"]
-        brought = not run.probe_only and bool(passages)
-        answered = brought and (self._strong_corpus(passages) or len(passages) == len(result.items))
-        for sessions, yes in ((st.corpus_last, brought), (st.corpus_answered, answered)):
-            if yes:
-                sessions.add(sid)
-            else:
-                sessions.discard(sid)
+        if not run.probe_only and passages:
+            st.corpus_last[sid] = self._strong_corpus(passages) or len(passages) == len(result.items)
+        else:
+            st.corpus_last.pop(sid, None)
 
     # ---------------------------------------------------------------- retrieve steps
     @staticmethod
@@ -1324,7 +1324,7 @@ class ChatRecall(_AsyncMixin):
         if st is not None and sid is not None:
             pending = sid in st.correction_pending
             corpus_before = sid in st.corpus_last
-            answered_before = sid in st.corpus_answered
+            answered_before = st.corpus_last.get(sid, False)
             st.correction_pending.discard(sid)
             if gate.correction:
                 st.correction_pending.add(sid)
