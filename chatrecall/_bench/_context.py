@@ -204,7 +204,7 @@ class ContextHarness:
         st = self.engine._state(user)
         with st.lock:
             st.correction_pending.discard(session)
-            st.corpus_last.discard(session)
+            st.corpus_last.pop(session, None)
 
     def run_general(self, questions: Sequence[str], *, probe: bool | None = None,
                     mix: str | None = None, overrides: Mapping[str, Any] | None = None,
