@@ -154,6 +154,13 @@ MESSAGE_FILES: Mapping[str, tuple[Path, ...]] = {
     # everyday life, one on work and study; committed before any run on them, never tuned on (sets 45 and 46)
     "blind6": (_REPO / "benchmarks" / "data" / "gate_messages_blind45.jsonl",
                _REPO / "benchmarks" / "data" / "gate_messages_blind46.jsonl"),
+    # two more independent writers (helpers who read no file of the project, stop 41), asked for the four routes
+    # in realistic proportions with conditional questions about the user's own plans and their general twins,
+    # statements opening with a pronoun or a name, greetings with weather or mood, personal questions without
+    # recall words, casual questions, idiomatic "my"; one on everyday life, one on work and study; committed
+    # before any run on them and before the stop's gate changes, never tuned on (sets 47 and 48)
+    "blind7": (_REPO / "benchmarks" / "data" / "gate_messages_blind47.jsonl",
+               _REPO / "benchmarks" / "data" / "gate_messages_blind48.jsonl"),
     # the 80 questions of the corpus-context benchmark (benchmarks/data/corpus_context: two writers who saw
     # no code), each about the user's own situation and needing a document, so labelled "both" (kind
     # "mixed"); scored as they were written; never tuned on
