@@ -29,6 +29,13 @@ ASKS = [
     "what vaccinations does my dog need for the trip to France?",
     "what forms do I need to fill in for my tax return?",
     "what do I need to bring to my driving test?",
+    # stop 41 (C58), written before the clause: whether the user's own plan still holds under a condition
+    # (helper-119's long ride took the plan from memory and never read the plan's wet-weather rule)
+    "if it's still raining this afternoon, can I still do my long ride?",
+    "can we still go out if the wind picks up to 20 knots?",
+    "if my flight is delayed, can I still make the connection in Frankfurt?",
+    "could I still do the 10k with a cold?",
+    "if the hotel cancels, will we get our money back?",
 ]
 PLAIN = [
     "what's my landlord's name?",
@@ -43,6 +50,11 @@ PLAIN = [
     "what did I tell you about my rights at work?",
     "what groceries did we need for the party?",
     "what did I need the ladder for?",
+    # stop 41: "still" and "if" in plain memory questions
+    "do I still have the spare key?",
+    "is Marek still coming on Friday?",
+    "what did I say I'd do if it rained?",
+    "are we still on for dinner?",
 ]
 #: Plain questions the older "do I need to" form flags (a known over-reach, left as is in stop 28: narrowing it
 #: would change which held-out messages it catches, and it was not measured).

@@ -212,7 +212,11 @@ _ADVICE = re.compile(
     r"refuse|withhold|deduct|raise|increase|cancel|enter|sue|bill|fine|tow|ban)\b|"
     r"\bwhat happens if (?:i|we) (?:miss|don't|do not|fail|forget|cancel|break|quit|exceed|go over)\b|"
     # stop 28, from a new-user chat ("what jars do I need for my show entry?"): what an event or a rule requires
-    r"\bwhat [\w-]+(?: [\w-]+)? (?:do|does) (?:i|we|my [\w-]+|our [\w-]+) need (?:for|to (?:bring|submit|file|fill|show))\b",
+    r"\bwhat [\w-]+(?: [\w-]+)? (?:do|does) (?:i|we|my [\w-]+|our [\w-]+) need (?:for|to (?:bring|submit|file|fill|show))\b|"
+    # stop 41 (C58), from a new-user chat ("if it's still raining this afternoon, can I still do my long ride?"):
+    # whether the user's own plan still holds, which a rule or a plan's small print decides
+    r"\b(?:can|could) (?:i|we) still (?!remember\b|recall\b)[a-z]|"
+    r"^\s*if\b[^?,]{3,80},\s*(?:can|could|should|will|would|do) (?:i|we)\b",
     re.I,
 )
 

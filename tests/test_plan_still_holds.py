@@ -1,0 +1,67 @@
+"""C58 (stop 41): a question whether the user's own plan still holds under a condition reads the documents too.
+
+helper-119's new-user chat (stop 40, a teacher training for a triathlon): "if it's still raining this afternoon,
+can I still do my long ride?" was a memory turn (the continuity "it" and "my"): the plan came back from memory,
+but the training plan's wet-weather rule, in the user's documents, was never searched. ``asks_advice`` now also
+takes "can/could I/we still <verb>" and "if <condition>, can/should/will I/we ...", so a memory route that asks it
+searches both when there are documents (``RetrievalConfig.advice_both``). Written before the clause (it fails on
+656571d). Real model, embedded Chroma.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chatrecall import ChatRecall, Route
+from chatrecall.testing import ManualClock
+
+pytest.importorskip("chromadb")
+pytest.importorskip("sentence_transformers")
+
+PLAN = ("Riverside Tri Club 12-week sprint plan, week 6. Saturday: long ride, 60 km at an easy pace, then a 10 "
+        "minute run off the bike. Wet-weather rule: if the roads are wet, do the long ride as 90 minutes on the "
+        "turbo trainer indoors instead; never ride the Riverside loop in rain, the bridge deck is slippery. "
+        "Sunday: rest or an easy 30 minute swim.")
+POOL = ("Riverside Leisure Centre pool timetable. Lane swimming weekdays 06:30 to 08:30 and 19:00 to 21:00; "
+        "weekends 08:00 to 12:00. Goggles and swim caps are on sale at reception. The sauna is closed in August.")
+
+
+@pytest.fixture
+def rider(embedded_store: Any, st_embedder: Any) -> Any:
+    clock = ManualClock(1_780_560_000.0)  # 2026-06-04 08:00 UTC
+    cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
+    cr.add_documents([{"title": "Sprint plan week 6", "text": PLAN}, {"title": "Pool timetable", "text": POOL}],
+                     user_id="jo")
+    for user, reply in [("I'm training for the Riverside sprint triathlon in July, it's my first one.",
+                         "Exciting! How is the training going?"),
+                        ("This Saturday afternoon I'm doing my long ride with Priya, the 60 km one.",
+                         "Enjoy the ride with Priya!")]:
+        cr.add(user, user_id="jo", session_id="s1")
+        cr.add(reply, user_id="jo", session_id="s1", role="assistant")
+        clock.advance(120)
+    clock.advance(2 * 86400)
+    try:
+        yield cr
+    finally:
+        cr.close()
+
+
+@pytest.mark.parametrize("message", [
+    "if it's still raining this afternoon, can I still do my long ride?",
+    "can I still do my long ride with Priya if it rains?",
+])
+def test_whether_the_plan_still_holds_reads_the_plan_too(rider: Any, message: str) -> None:
+    res = rider.retrieve(message, user_id="jo", session_id="s2")
+    assert res.route is Route.BOTH, res.explain()
+    assert any("asks for advice" in n for n in res.notes), res.explain()
+    assert any("Wet-weather rule" in p.text for p in res.passages), res.explain()
+    assert any("long ride with Priya" in m.text for m in res.memories), res.explain()
+
+
+def test_a_plain_question_about_the_plan_stays_in_memory(rider: Any) -> None:
+    res = rider.retrieve("who am I riding with on Saturday?", user_id="jo", session_id="s2")
+    assert res.gate.route is Route.MEMORY, res.explain()
+    assert not any("asks for advice" in n for n in res.notes), res.explain()
+    assert res.memories and "Priya" in res.memories[0].text, res.explain()
