@@ -244,7 +244,12 @@ _IT_NOT_ANAPHORIC = (
     r"(?!\s+means?\s+(?:when|if|that)\b)"
     r"(?!\s*(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?to\b)"
     r"(?!\s+(?:takes?|took|taking|costs?|means?|worth)\s+(?:for\s+[\w\s-]{1,30}?\s+|\w+\s+)?to\b)"
-    r"(?!\s+(?:really\s+|actually\s+)?true\s+(?:that\b|[a-z]))(?!'s\s+(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|humid)\b)"
+    r"(?!\s+(?:really\s+|actually\s+)?true\s+(?:that\b|[a-z]))"
+    r"(?!(?:'s|\s+is|\s+was)\s+(?:still\s+)?(?:below|above|cold|hot|raining|snowing|sunny|freezing|dark|late|early|windy|"
+    r"humid|pouring|drizzling|hailing)\b)"
+    # the weather's "it" (stop 41, C62: "if it rains on Sunday can I still do the club ride?" continued nothing)
+    r"(?!\s+(?:still\s+|ever\s+|really\s+)?(?:rains?|rained|raining|snows?|snowed|snowing|pours?|poured|pouring|"
+    r"drizzles?|drizzled|drizzling|hails?|hailed|hailing|thunders?|freezes|froze)\b)"
     r"(?!\s+called\b)(?!\s+(?:gets?|got|getting|becomes?|became)\s+(?:[a-z]+er|dark|light|cold|hot|warm)\b)"
     r"(?<!\btime is it)(?<!\bget it)(?<!\bgot it)"
     r"(?<!\band why is it)(?<!\band why was it)(?<!\band why does it)(?<!\band where is it)"
