@@ -65,3 +65,61 @@ def test_a_plain_question_about_the_plan_stays_in_memory(rider: Any) -> None:
     assert res.gate.route is Route.MEMORY, res.explain()
     assert not any("asks for advice" in n for n in res.notes), res.explain()
     assert res.memories and "Priya" in res.memories[0].text, res.explain()
+
+
+# ----------------------------------------------------------------- C61: a turn widened to both keeps a memory turn's memories
+# Measured and not shipped (stop 41): a turn the engine widened from memory to both searching memory as a memory
+# turn would (the small lookup, only memories useful on their own) passed both tests below, but on the held-out
+# chat files with documents it lost a gold memory on two files (facts_heldout 71 -> 70, facts_heldout3 68 -> 67:
+# both turns whose gold memory scored under useful_score among k) and raised repeats_heldout's tokens per ask
+# (123.8 -> 126.0). Strict xfails until a change passes both.
+_C61 = pytest.mark.xfail(strict=True, reason="C61 not shipped (stop 41): widened turns take k memories")
+CLUB = ("Riverside Wheelers Sunday club ride policy. The Sunday club ride departs at 08:30 from the Old Mill car park. "
+        "Helmets are mandatory. Mudguards are required on club rides from October to March. Wet weather: in rain "
+        "the ride goes ahead on the 45 km short route instead of the usual 80 km loop.")
+
+
+@pytest.fixture
+def sam(embedded_store: Any, st_embedder: Any) -> Any:
+    clock = ManualClock(1_770_019_200.0)  # 2026-02-02 08:00 UTC
+    cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
+    cr.add_documents([{"title": "Club ride policy", "text": CLUB}, {"title": "Pool timetable", "text": POOL}],
+                     user_id="sam")
+    for user, reply in [("The Harlow Bakery site is due on the 28th of February.", "Noted: 28 February."),
+                        ("Kestrel Physio want their booking system live by the end of April.", "Okay, end of April."),
+                        ("My race is the Cotswold Spring Classic on 19 April.", "Good luck on the 19th!"),
+                        ("I do the Sunday club ride with Riverside Wheelers.", "Nice, a club ride every week.")]:
+        cr.add(user, user_id="sam", session_id="s1")
+        cr.add(reply, user_id="sam", session_id="s1", role="assistant")
+        clock.advance(120)
+    clock.advance(3 * 86400)
+    try:
+        yield cr, clock
+    finally:
+        cr.close()
+
+
+@_C61
+def test_a_follow_up_on_a_documents_turn_takes_no_memory_by_its_time_alone(sam: Any) -> None:
+    cr, clock = sam
+    first = cr.retrieve("do I need mudguards for the club ride in February?", user_id="sam", session_id="s2")
+    assert any("Mudguards" in p.text for p in first.passages), first.explain()
+    cr.add("do I need mudguards for the club ride in February?", user_id="sam", session_id="s2")
+    cr.add("Yes, mudguards are required from October to March.", user_id="sam", session_id="s2", role="assistant")
+    clock.advance(60)
+    res = cr.retrieve("what time does it leave?", user_id="sam", session_id="s2")
+    assert any("continues a turn the documents answered" in n for n in res.notes), res.explain()
+    assert any("08:30" in p.text for p in res.passages), res.explain()
+    # before C61: every dated memory by its time fit alone (deadlines, the race), a full k
+    assert len(res.memories) <= cr.retrieval_config.phase1_top_k, res.explain()
+    assert not any("Harlow" in m.text or "Kestrel" in m.text for m in res.memories), res.explain()
+
+
+@_C61
+def test_an_advice_turn_keeps_only_memories_about_it(sam: Any) -> None:
+    cr, _ = sam
+    res = cr.retrieve("if it rains on Sunday can I still do the club ride?", user_id="sam", session_id="s3")
+    assert res.route is Route.BOTH, res.explain()
+    assert any("Wet weather" in p.text for p in res.passages), res.explain()
+    assert any("Riverside Wheelers" in m.text for m in res.memories), res.explain()
+    assert not any("Harlow" in m.text or "Kestrel" in m.text for m in res.memories), res.explain()
