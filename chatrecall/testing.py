@@ -43,7 +43,7 @@ class ManualClock:
 
     Raises:
         InvalidInputError: ``t`` is neither (a naive ``datetime`` says which
-            time zone it would need).
+            time zone it would need), here or when assigned to ``t`` later.
 
     Attributes:
         t: The current time; assign it to jump.
@@ -52,27 +52,42 @@ class ManualClock:
     #: The default start: 2023-11-14T22:13:20Z.
     START = 1_700_000_000.0
 
-    __slots__ = ("t",)
+    __slots__ = ("_t",)
 
     def __init__(self, t: float | datetime = START) -> None:
+        self._t = self._seconds(t, "ManualClock(t={!r})")
+
+    @property
+    def t(self) -> float:
+        """The current time (POSIX seconds); assign seconds or a timezone-aware ``datetime`` to jump."""
+        return self._t
+
+    @t.setter
+    def t(self, value: float | datetime) -> None:
+        self._t = self._seconds(value, "ManualClock.t = {!r}")
+
+    @staticmethod
+    def _seconds(t: object, what: str) -> float:
+        """``t`` as POSIX seconds; our error naming the value and the fix when it is neither form."""
         if isinstance(t, datetime):
             if t.tzinfo is None:
-                raise InvalidInputError(f"ManualClock({t!r}): a naive datetime names no time zone; pass "
+                raise InvalidInputError(f"{what.format(t)}: a naive datetime names no time zone; pass "
                                         "datetime(..., tzinfo=timezone.utc) or POSIX seconds")
-            self.t = t.timestamp()
-        elif isinstance(t, (int, float)) and not isinstance(t, bool):
-            self.t = float(t)
-        else:
-            raise InvalidInputError(f"ManualClock(t={t!r}): t must be POSIX seconds (a number) or a "
-                                    "timezone-aware datetime")
+            return t.timestamp()
+        if isinstance(t, (int, float)) and not isinstance(t, bool):
+            return float(t)
+        raise InvalidInputError(f"{what.format(t)}: the time must be POSIX seconds (a number) or a "
+                                "timezone-aware datetime")
 
     def __call__(self) -> float:
-        return self.t
+        return self._t
 
     def advance(self, seconds: float) -> float:
         """Move forward by ``seconds`` (backward when negative); returns the new time."""
-        self.t += seconds
-        return self.t
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise InvalidInputError(f"ManualClock.advance({seconds!r}): seconds must be a number")
+        self._t += seconds
+        return self._t
 
     def __repr__(self) -> str:
         return f"ManualClock({self.t!r})"

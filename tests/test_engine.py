@@ -802,3 +802,20 @@ def test_manual_clock_takes_seconds_or_an_aware_datetime() -> None:
         ManualClock(datetime.datetime(2026, 3, 2, 9, 0))
     with pytest.raises(InvalidInputError, match="POSIX seconds"):
         ManualClock("2026-03-02")  # type: ignore[arg-type]
+
+
+
+def test_manual_clock_checks_a_jump_and_a_step_too() -> None:
+    # helper-122 (stop 41): "clock.t = datetime(...)" (a naive one) was taken as is, and the next retrieve failed
+    # deep in the engine with a bare TypeError
+    clock = ManualClock(1_000.0)
+    later = datetime.datetime(2026, 3, 2, 9, 0, tzinfo=datetime.timezone.utc)
+    clock.t = later  # an aware datetime is a jump, as in the constructor
+    assert clock() == later.timestamp() and isinstance(clock.t, float)
+    with pytest.raises(InvalidInputError, match=r"ManualClock\.t = .*naive datetime"):
+        clock.t = datetime.datetime(2026, 3, 2, 9, 0)  # type: ignore[assignment]
+    with pytest.raises(InvalidInputError, match="POSIX seconds"):
+        clock.t = "2026-03-02"  # type: ignore[assignment]
+    with pytest.raises(InvalidInputError, match="advance"):
+        clock.advance("60")  # type: ignore[arg-type]
+    assert clock() == later.timestamp()  # nothing moved

@@ -210,6 +210,19 @@ def test_retriever_bad_construction_raises_chatrecall_errors(cr: ChatRecall, kwa
         ChatRecallRetriever(engine=cr, **kwargs)
 
 
+def test_the_engine_may_come_first_as_in_the_middleware(cr: ChatRecall) -> None:
+    # helper-122 (stop 41): ChatRecallRetriever(cr, user_id=...) met pydantic's bare "takes 1 positional argument"
+    seed(cr)
+    retriever = ChatRecallRetriever(cr, user_id="u1", k=2)
+    assert retriever.engine is cr and retriever.k == 2
+    assert retriever.invoke("billing") == ChatRecallRetriever(engine=cr, user_id="u1", k=2).invoke("billing")
+    assert ChatRecallMemory(cr, user_id="u1", session_id="s1").engine is cr
+    with pytest.raises(ConfigError, match="passed twice"):
+        ChatRecallRetriever(cr, engine=cr, user_id="u1")
+    with pytest.raises(ConfigError, match="engine='nope'"):
+        ChatRecallRetriever("nope", user_id="u1")
+
+
 def test_retriever_bad_calls_raise_chatrecall_errors(cr: ChatRecall) -> None:
     with pytest.raises(ConfigError, match="engine='not an engine'"):
         ChatRecallRetriever(engine="not an engine", user_id="u1")

@@ -173,6 +173,16 @@ def test_async_retrieve_and_query(cr: ChatRecall) -> None:
     assert got == sync and via_engine == sync
 
 
+def test_the_memories_take_the_engine_first_as_the_retriever_does(cr: ChatRecall) -> None:
+    # helper-122 (stop 41): the pydantic-based classes took the engine by keyword only
+    from chatrecall.adapters.llamaindex import ChatRecallMemory, ChatRecallMemoryBlock
+
+    assert ChatRecallMemoryBlock(cr, user_id="alice").engine is cr
+    assert ChatRecallMemory(cr, user_id="alice", session_id="s1").engine is cr
+    with pytest.raises(ConfigError, match="passed twice"):
+        ChatRecallMemory(cr, engine=cr, user_id="alice", session_id="s1")
+
+
 def test_retriever_bad_arguments(cr: ChatRecall) -> None:
     with pytest.raises(ConfigError, match="mode='fuzzy'"):
         ChatRecallRetriever(cr, "alice", mode="fuzzy")  # type: ignore[arg-type]

@@ -11,7 +11,10 @@ from typing import Any
 
 from chatrecall.core import ChatRecall, ConfigError, ScoredItem, check_keywords
 
-__all__ = ["check_engine", "check_fields", "item_metadata"]
+__all__ = ["UNSET", "check_engine", "check_fields", "item_metadata", "with_engine"]
+
+#: "No engine passed first" (see :func:`with_engine`).
+UNSET: Any = object()
 
 
 def check_fields(cls: type, data: Mapping[str, Any]) -> None:
@@ -24,6 +27,22 @@ def check_fields(cls: type, data: Mapping[str, Any]) -> None:
     fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
     accepted = {*fields, *(f.alias for f in fields.values() if getattr(f, "alias", None))}
     check_keywords(cls.__name__, data, accepted)
+
+
+def with_engine(engine: Any, data: dict[str, Any], owner: str) -> dict[str, Any]:
+    """The keyword arguments of a pydantic-based adapter with the engine passed first (``ChatRecallRetriever(cr,
+    user_id="u1")``, as the middleware and the LlamaIndex retriever take it) moved to ``engine=``; ``data`` as
+    it is when it was not (helper-122, stop 41: a positional engine met pydantic's bare "takes 1 positional
+    argument").
+
+    Raises:
+        ConfigError: the engine was passed both ways.
+    """
+    if engine is UNSET:
+        return data
+    if "engine" in data:
+        raise ConfigError(f"{owner}: the engine was passed twice (first and as engine=): pass it once")
+    return {"engine": engine, **data}
 
 
 def check_engine(engine: Any, owner: str) -> ChatRecall:

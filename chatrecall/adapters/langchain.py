@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from ._common import check_engine, check_fields, item_metadata
+from ._common import UNSET, check_engine, check_fields, item_metadata, with_engine
 from ._guard import require
 
 require("langchain_core", "langchain", package="langchain-core")
@@ -283,8 +283,9 @@ class ChatRecallRetriever(BaseRetriever):
     strategy: Strategy | None = None
     budget_tokens: int | None = None
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, engine: Any = UNSET, /, **data: Any) -> None:
         # Checked before pydantic so bad input raises chatrecall errors, not ValidationError.
+        data = with_engine(engine, data, "ChatRecallRetriever")
         check_fields(type(self), data)
         engine = check_engine(data.get("engine"), "ChatRecallRetriever")
         if data.get("user_id") is None:
@@ -382,7 +383,8 @@ class ChatRecallMemory(BaseMemory):
     budget_tokens: int | None = None
     _last: RetrievalResult | None = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, engine: Any = UNSET, /, **data: Any) -> None:
+        data = with_engine(engine, data, "ChatRecallMemory")
         check_fields(type(self), data)
         engine = check_engine(data.get("engine"), "ChatRecallMemory")
         check_id("user_id", data.get("user_id"), engine.limits)

@@ -56,7 +56,7 @@ from chatrecall.core import (
     rerank,
 )
 
-from ._common import check_engine, check_fields, item_metadata
+from ._common import UNSET, check_engine, check_fields, item_metadata, with_engine
 from ._guard import require
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
@@ -375,7 +375,8 @@ class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
     store_roles: tuple[str, ...] = _DEFAULT_ROLES
     _last: RetrievalResult | None = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, engine: Any = UNSET, /, **data: Any) -> None:
+        data = with_engine(engine, data, "ChatRecallMemoryBlock")
         check_fields(type(self), data)
         super().__init__(**data)
         check_engine(self.engine, "ChatRecallMemoryBlock")  # after pydantic, so the caller gets our ConfigError, not a ValidationError
@@ -481,7 +482,8 @@ class ChatRecallMemory(BaseMemory):
     _injected: tuple[ScoredItem, ...] = PrivateAttr(default=())
     _shown: frozenset[str] = PrivateAttr(default=frozenset())
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, engine: Any = UNSET, /, **data: Any) -> None:
+        data = with_engine(engine, data, "ChatRecallMemory")
         check_fields(type(self), data)
         # Ids are checked before pydantic, so the caller gets our InvalidInputError, not a ValidationError.
         engine = check_engine(data.get("engine"), "ChatRecallMemory")
