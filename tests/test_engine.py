@@ -819,3 +819,20 @@ def test_manual_clock_checks_a_jump_and_a_step_too() -> None:
     with pytest.raises(InvalidInputError, match="advance"):
         clock.advance("60")  # type: ignore[arg-type]
     assert clock() == later.timestamp()  # nothing moved
+
+
+def test_a_search_no_pattern_chose_says_which_words_did() -> None:
+    # helper-122 (stop 41): a statement the learned combiner sent to memory showed empty reasons, nothing else
+    from chatrecall.testing import fake_engine
+
+    cr = fake_engine()
+    cr.add("The Harlow Bakery site is due on the 28th of February.", user_id="u", session_id="s1")
+    res = cr.retrieve("Harlow called — the deadline moved to the 14th of March.", user_id="u", session_id="s2")
+    assert res.gate.route.wants_memory and not res.gate.reasons
+    note = next(n for n in res.notes if n.startswith("no pattern fired"))
+    assert "'deadline'" in note, note
+    # a turn a pattern explains gets no such note; nor does a turn that searches nothing
+    assert not any(n.startswith("no pattern fired") for n in cr.retrieve("when is the Harlow site due?",
+                                                                          user_id="u", session_id="s2").notes)
+    assert not any(n.startswith("no pattern fired") for n in cr.retrieve("lol", user_id="u", session_id="s2").notes)
+    cr.close()

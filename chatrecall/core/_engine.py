@@ -128,6 +128,18 @@ class _Plan:
     known_names: tuple[str, ...] = ()
 
 
+def _feature_label(feature: str) -> str:
+    """A learned gate feature as a reader would name it: a word, a word pair, a pattern, a message form."""
+    if feature.startswith("u:"):
+        return "'?'" if feature == "u:?" else repr(feature[2:])
+    if feature.startswith("b:"):
+        return repr(feature[2:].replace("<s> ", "^").replace(" </s>", "$"))
+    if feature.startswith("P:"):
+        return f"pattern {feature[2:]}"
+    return {"nq": "no question form", "ms": "memory patterns", "cs": "corpus patterns",
+            "ns": "small-talk patterns"}.get(feature, feature)
+
+
 #: Gate categories whose matched words stay content words in :meth:`ChatRecall._content_terms`: the personal
 #: patterns' ("my cat") always; for the corpus probe's lacked-word rule the continuity patterns' too, which name
 #: the thing ("the deposit?" in "what the quote said about the deposit?"; criterion C25).
@@ -1141,6 +1153,8 @@ class ChatRecall(_AsyncMixin):
         gate = gate_obj.decide(run.message)
         run.timings["gate"] = (time.perf_counter() - t1) * 1e3
         self._state_step(run, include_recent)
+        if not gate.reasons and gate.route is not Route.NONE:
+            self._note_learned(run, gate_obj, gate)
         run.query = self._search_text(run, gate)
         plan = self._plan_route(run, gate, forced)
         if plan.route is Route.NONE:
@@ -1173,6 +1187,18 @@ class ChatRecall(_AsyncMixin):
         result = self._assemble(run, gate, plan, budget_tokens)
         self._remember_documents_turn(run, result)
         return result
+
+    @staticmethod
+    def _note_learned(run: _Run, gate_obj: Gate, gate: GateDecision) -> None:
+        """Say which words the learned combiner searched for when no pattern fired (helper-122, stop 41: "Harlow
+        called, the deadline moved to the 14th of March." searched memory with empty reasons)."""
+        wants = [h for h, on in ((0, gate.route.wants_memory), (1, gate.route.wants_corpus)) if on]
+        parts = sorted(((f, max(m, c) if len(wants) == 2 else (m, c)[wants[0]])
+                        for f, m, c in gate_obj.explain_learned(run.message)), key=lambda t: -t[1])
+        words = [f"{_feature_label(f)} ({w:+.2f})" for f, w in parts[:3] if w > 0]
+        if words:
+            run.notes.append(f"no pattern fired: the learned combiner chose {gate.route.value} (its strongest "
+                             f"features: {', '.join(words)})")
 
     def _keep_naming(self, run: _Run, names: tuple[str, ...], gate: GateDecision) -> None:
         """Keep the memories that name one of ``names``: a corpus question searched memory only because it names
