@@ -338,8 +338,15 @@ def test_a_text_holds_no_clock_time(text: str) -> None:
     ("we're going tomorrow", True),
     ("The EP deadline is October 23rd.", True),  # helper-118: month then ordinal day was missed
     ("deadline moved to Oct 30th", True),
+    # helper-122 (stop 41, C63): a month with a part of it or a preposition was "no day or time"
+    ("Kestrel Physio want their booking system live by the end of April.", True),
+    ("the roof gets done mid-March", True),
+    ("we move in early May", True),
+    ("My exams start in September.", True),
     ("Tom got the job at the council", False),
     ("the ferry is always late", False),
+    ("I may be late", False),
+    ("they march in the parade", False),
 ])
 def test_a_when_question_is_answered_by_a_day_or_a_time(text: str, held: bool) -> None:
     assert holds_form("when", text) is held

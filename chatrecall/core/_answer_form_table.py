@@ -74,6 +74,11 @@ _DAY_HELD = (
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b\s*\d{1,2}(?:st|nd|rd|th)?\b"
     r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b"
     r"|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
+    # stop 41 (C63, helper-122: "live by the end of April" held "no day"): a month with a part of it or a preposition
+    r"|\b(?:(?:end|start|beginning|middle)\s+of|mid|early|late)[\s-]+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|"
+    r"nov|dec)[a-z]*\b"
+    r"|\b(?:in|by|before|after|until|till|from|since|during|next|last|this)\s+(?:january|february|march|april|june|"
+    r"july|august|september|october|november|december)\b"
 )
 
 # "how much is breakfast club?", "how much does parking cost?", "what's the pitch fee?"
