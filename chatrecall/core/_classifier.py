@@ -12,8 +12,8 @@ from ._index import tokenize
 from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "classify_query", "drop_negated", "names_own", "ruled_out",
-           "time_cue"]
+__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "asked_for", "classify_query", "drop_negated", "names_own",
+           "other_than", "ruled_out", "time_cue"]
 
 _RECENT = re.compile(
     r"\b(just now|a moment ago|a minute ago|last (?:thing|message|answer|one)|you just|i just|"
@@ -269,6 +269,34 @@ def ruled_out(message: str) -> tuple[frozenset[str], frozenset[str]]:
     if not ruled:
         return frozenset(), frozenset()
     return ruled, frozenset(tokenize(drop_negated(message))) - _FILLER - ruled
+
+
+#: "the other client", "the other one", "another one": a correction that asks for something other than what the
+#: question it corrects named.
+_OTHER = re.compile(r"\bthe\s+other\b|\banother\s+one\b", re.I)
+#: A capitalised word that does not open a sentence: a name ("Kestrel", "Anna's", "Lyon").
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b[A-Z][\w'’-]*")
+
+
+def other_than(message: str, before: str) -> frozenset[str]:
+    """The index terms of the names a correction asking for "the other ..." rules out: those of ``before``, the
+    question it corrects, that the correction does not name itself ("no, I meant the other client" after "what's
+    the Kestrel deadline again?" -> {"kestrel"}; helper-122, stop 41). Empty when the correction says "not X"
+    (:func:`ruled_out` has it) or asks for no "other".
+
+    Example:
+        >>> sorted(other_than("no, I meant the other client", "what's the Kestrel deadline again?"))
+        ['kestrel']
+    """
+    if not _OTHER.search(message) or ruled_out(message)[0]:
+        return frozenset()
+    names = (m.group(0) for m in _NAME.finditer(before) if m.group(0) != "I")
+    return frozenset(t for n in names for t in tokenize(n)) - frozenset(tokenize(message)) - _FILLER
+
+
+def asked_for(message: str, ruled: frozenset[str]) -> frozenset[str]:
+    """The index terms a correction asks for, beside those it rules out: its own words minus filler."""
+    return frozenset(tokenize(message)) - _FILLER - ruled
 
 
 def names_own(text: str) -> bool:

@@ -22,7 +22,7 @@ from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of, trim_overlaps
-from ._classifier import asks_advice, drop_negated, names_own, ruled_out
+from ._classifier import asked_for, asks_advice, drop_negated, names_own, other_than, ruled_out
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -170,6 +170,8 @@ class _Run:
     now: float
     #: What is searched for: the message, without the part a correction rules out ("..., not staging").
     query: str = ""
+    #: Names a correction asking for "the other ..." rules out: the corrected question's (``other_than``).
+    others: frozenset[str] = frozenset()
     st: _UserState | None = None
     store_down: bool = False
     pins: list[Pin] = dataclasses.field(default_factory=list)
@@ -1281,6 +1283,12 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"correction: searched alone, the turn before it asked nothing ({before!r:.80})")
             return query
         run.notes.append(f"correction: searched with the turn it corrects ({before!r:.80})")
+        run.others = other_than(run.message, before)
+        if run.others:
+            # "no, I meant the other client" after "what's the Kestrel deadline again?": not Kestrel's
+            before = " ".join(w for w in before.split() if run.others.isdisjoint(tokenize(w)))
+            run.notes.append(f"correction: asks for another than {', '.join(sorted(run.others))}, which the "
+                             "search leaves out")
         return f"{before} {query}"
 
     def _state_step(self, run: _Run, include_recent: bool) -> None:
@@ -1724,6 +1732,8 @@ class ChatRecall(_AsyncMixin):
         for (Kirkstall) too. The search text already leaves the ruled-out part out; the items found may still be
         about it."""
         ruled, kept = ruled_out(run.message)
+        if not ruled and run.others:
+            ruled, kept = run.others, asked_for(run.message, run.others)
         if not ruled:
             return
 
