@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -21,6 +22,25 @@ def chat_turn(cr: ChatRecall, clock: ManualClock, user: str, session: str, messa
     clock.advance(20)
     cr.add(reply, user_id=user, session_id=session, role="assistant")
     return res
+
+
+@contextlib.contextmanager
+def seeded_engine(store: Any, embedder: Any, t0: float, user: str, turns: Sequence[tuple[str, str]], *,
+                  documents: Sequence[Mapping[str, str]] = (), days_later: float = 0.0
+                  ) -> Iterator[tuple[ChatRecall, ManualClock]]:
+    """An engine on ``store`` whose clock starts at ``t0``, with the user's private ``documents`` and a first session
+    ("s1") of (message, reply) ``turns`` stored, the clock then moved ``days_later``; closed on exit."""
+    clock = ManualClock(t0)
+    cr = ChatRecall(store=store, embedder=embedder, clock=clock)
+    try:
+        if documents:
+            cr.add_documents(documents, user_id=user)
+        for message, reply in turns:
+            chat_turn(cr, clock, user, "s1", message, reply, ask=False)
+        clock.advance(days_later * 86400.0)
+        yield cr, clock
+    finally:
+        cr.close()
 
 
 def replay_chat(cr: ChatRecall, clock: ManualClock, user: str, t0: float,

@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _chats import chat_turn, seeded_engine
 
-from chatrecall import ChatRecall
 from chatrecall.core._classifier import other_than
-from chatrecall.testing import ManualClock
 
 
 @pytest.mark.parametrize(("message", "before", "ruled"), [
@@ -31,28 +30,19 @@ def test_what_the_other_rules_out(message: str, before: str, ruled: set[str]) ->
 
 @pytest.fixture
 def sam(embedded_store: Any, st_embedder: Any) -> Any:
-    clock = ManualClock(1_770_019_200.0)  # 2026-02-02 08:00 UTC
-    cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
-    for user, reply in [("My two clients right now are Harlow Bakery and Kestrel Physio.", "Got it."),
-                        ("The Harlow Bakery site is due on the 28th of February.", "Noted: 28 February."),
-                        ("Kestrel Physio want their booking system live by the end of April.", "Okay, end of April."),
-                        ("I ride a Canyon Endurace with 28mm tyres.", "Nice bike.")]:
-        cr.add(user, user_id="sam", session_id="s1")
-        cr.add(reply, user_id="sam", session_id="s1", role="assistant")
-        clock.advance(120)
-    clock.advance(2 * 86400)
-    try:
-        yield cr, clock
-    finally:
-        cr.close()
+    turns = [("My two clients right now are Harlow Bakery and Kestrel Physio.", "Got it."),
+             ("The Harlow Bakery site is due on the 28th of February.", "Noted: 28 February."),
+             ("Kestrel Physio want their booking system live by the end of April.", "Okay, end of April."),
+             ("I ride a Canyon Endurace with 28mm tyres.", "Nice bike.")]
+    with seeded_engine(embedded_store, st_embedder, 1_770_019_200.0, "sam", turns,  # 2026-02-02 08:00 UTC
+                       days_later=2) as engine:
+        yield engine
 
 
 def test_the_other_client_is_not_the_one_just_asked_about(sam: Any) -> None:
     cr, clock = sam
-    cr.add("what's the Kestrel deadline again?", user_id="sam", session_id="s2")
-    cr.add("Kestrel Physio's booking system is due by the end of April.", user_id="sam", session_id="s2",
-           role="assistant")
-    clock.advance(60)
+    chat_turn(cr, clock, "sam", "s2", "what's the Kestrel deadline again?",
+              "Kestrel Physio's booking system is due by the end of April.", ask=False)
     res = cr.retrieve("no, I meant the other client", user_id="sam", session_id="s2")
     assert res.gate.correction, res.explain()
     assert any("Harlow Bakery site is due" in m.text for m in res.memories), res.explain()

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _chats import chat_turn, seeded_engine
 
-from chatrecall import ChatRecall, Route
-from chatrecall.testing import ManualClock
+from chatrecall import Route
 
 pytest.importorskip("chromadb")
 pytest.importorskip("sentence_transformers")
@@ -30,22 +30,13 @@ POOL = ("Riverside Leisure Centre pool timetable. Lane swimming weekdays 06:30 t
 
 @pytest.fixture
 def rider(embedded_store: Any, st_embedder: Any) -> Any:
-    clock = ManualClock(1_780_560_000.0)  # 2026-06-04 08:00 UTC
-    cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
-    cr.add_documents([{"title": "Sprint plan week 6", "text": PLAN}, {"title": "Pool timetable", "text": POOL}],
-                     user_id="jo")
-    for user, reply in [("I'm training for the Riverside sprint triathlon in July, it's my first one.",
-                         "Exciting! How is the training going?"),
-                        ("This Saturday afternoon I'm doing my long ride with Priya, the 60 km one.",
-                         "Enjoy the ride with Priya!")]:
-        cr.add(user, user_id="jo", session_id="s1")
-        cr.add(reply, user_id="jo", session_id="s1", role="assistant")
-        clock.advance(120)
-    clock.advance(2 * 86400)
-    try:
+    turns = [("I'm training for the Riverside sprint triathlon in July, it's my first one.",
+              "Exciting! How is the training going?"),
+             ("This Saturday afternoon I'm doing my long ride with Priya, the 60 km one.", "Enjoy the ride with Priya!")]
+    docs = [{"title": "Sprint plan week 6", "text": PLAN}, {"title": "Pool timetable", "text": POOL}]
+    with seeded_engine(embedded_store, st_embedder, 1_780_560_000.0, "jo", turns, documents=docs,  # 2026-06-04
+                       days_later=2) as (cr, _):
         yield cr
-    finally:
-        cr.close()
 
 
 @pytest.mark.parametrize("message", [
@@ -81,22 +72,14 @@ CLUB = ("Riverside Wheelers Sunday club ride policy. The Sunday club ride depart
 
 @pytest.fixture
 def sam(embedded_store: Any, st_embedder: Any) -> Any:
-    clock = ManualClock(1_770_019_200.0)  # 2026-02-02 08:00 UTC
-    cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
-    cr.add_documents([{"title": "Club ride policy", "text": CLUB}, {"title": "Pool timetable", "text": POOL}],
-                     user_id="sam")
-    for user, reply in [("The Harlow Bakery site is due on the 28th of February.", "Noted: 28 February."),
-                        ("Kestrel Physio want their booking system live by the end of April.", "Okay, end of April."),
-                        ("My race is the Cotswold Spring Classic on 19 April.", "Good luck on the 19th!"),
-                        ("I do the Sunday club ride with Riverside Wheelers.", "Nice, a club ride every week.")]:
-        cr.add(user, user_id="sam", session_id="s1")
-        cr.add(reply, user_id="sam", session_id="s1", role="assistant")
-        clock.advance(120)
-    clock.advance(3 * 86400)
-    try:
-        yield cr, clock
-    finally:
-        cr.close()
+    turns = [("The Harlow Bakery site is due on the 28th of February.", "Noted: 28 February."),
+             ("Kestrel Physio want their booking system live by the end of April.", "Okay, end of April."),
+             ("My race is the Cotswold Spring Classic on 19 April.", "Good luck on the 19th!"),
+             ("I do the Sunday club ride with Riverside Wheelers.", "Nice, a club ride every week.")]
+    docs = [{"title": "Club ride policy", "text": CLUB}, {"title": "Pool timetable", "text": POOL}]
+    with seeded_engine(embedded_store, st_embedder, 1_770_019_200.0, "sam", turns, documents=docs,  # 2026-02-02
+                       days_later=3) as engine:
+        yield engine
 
 
 @_C61
@@ -104,9 +87,8 @@ def test_a_follow_up_on_a_documents_turn_takes_no_memory_by_its_time_alone(sam: 
     cr, clock = sam
     first = cr.retrieve("do I need mudguards for the club ride in February?", user_id="sam", session_id="s2")
     assert any("Mudguards" in p.text for p in first.passages), first.explain()
-    cr.add("do I need mudguards for the club ride in February?", user_id="sam", session_id="s2")
-    cr.add("Yes, mudguards are required from October to March.", user_id="sam", session_id="s2", role="assistant")
-    clock.advance(60)
+    chat_turn(cr, clock, "sam", "s2", "do I need mudguards for the club ride in February?",
+              "Yes, mudguards are required from October to March.", ask=False)
     res = cr.retrieve("what time does it leave?", user_id="sam", session_id="s2")
     assert any("continues a turn the documents answered" in n for n in res.notes), res.explain()
     assert any("08:30" in p.text for p in res.passages), res.explain()
