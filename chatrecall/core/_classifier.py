@@ -268,7 +268,7 @@ def ruled_out(message: str) -> tuple[frozenset[str], frozenset[str]]:
     ruled = frozenset(t for p in parts for t in tokenize(p)) - _FILLER
     if not ruled:
         return frozenset(), frozenset()
-    return ruled, frozenset(tokenize(drop_negated(message))) - _FILLER - ruled
+    return ruled, asked_for(drop_negated(message), ruled)
 
 
 #: "the other client", "the other one", "another one": a correction that asks for something other than what the

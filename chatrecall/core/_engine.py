@@ -36,6 +36,7 @@ from ._errors import (
 )
 from ._format import chunk_text, format_context
 from ._gate import Gate, GateConfig, asks_or_requests
+from ._gate_model import feature_label
 from ._index import PARTS_KEY, UserIndex, encode_parts, sentence_parts, tokenize, without_parts
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter, VectorIndexFactory
@@ -128,18 +129,6 @@ class _Plan:
     known_names: tuple[str, ...] = ()
 
 
-def _feature_label(feature: str) -> str:
-    """A learned gate feature as a reader would name it: a word, a word pair, a pattern, a message form."""
-    if feature.startswith("u:"):
-        return "'?'" if feature == "u:?" else repr(feature[2:])
-    if feature.startswith("b:"):
-        return repr(feature[2:].replace("<s> ", "^").replace(" </s>", "$"))
-    if feature.startswith("P:"):
-        return f"pattern {feature[2:]}"
-    return {"nq": "no question form", "ms": "memory patterns", "cs": "corpus patterns",
-            "ns": "small-talk patterns"}.get(feature, feature)
-
-
 #: Gate categories whose matched words stay content words in :meth:`ChatRecall._content_terms`: the personal
 #: patterns' ("my cat") always; for the corpus probe's lacked-word rule the continuity patterns' too, which name
 #: the thing ("the deposit?" in "what the quote said about the deposit?"; criterion C25).
@@ -170,8 +159,10 @@ class _Run:
     now: float
     #: What is searched for: the message, without the part a correction rules out ("..., not staging").
     query: str = ""
-    #: Names a correction asking for "the other ..." rules out: the corrected question's (``other_than``).
-    others: frozenset[str] = frozenset()
+    #: What a correction rules out and what it asks for (index terms): its "not X" part (``ruled_out``), or the
+    #: names of the question it corrects when it asks for "the other ..." (``other_than``).
+    ruled: frozenset[str] = frozenset()
+    kept: frozenset[str] = frozenset()
     st: _UserState | None = None
     store_down: bool = False
     pins: list[Pin] = dataclasses.field(default_factory=list)
@@ -1194,10 +1185,13 @@ class ChatRecall(_AsyncMixin):
     def _note_learned(run: _Run, gate_obj: Gate, gate: GateDecision) -> None:
         """Say which words the learned combiner searched for when no pattern fired (helper-122, stop 41: "Harlow
         called, the deadline moved to the 14th of March." searched memory with empty reasons)."""
-        wants = [h for h, on in ((0, gate.route.wants_memory), (1, gate.route.wants_corpus)) if on]
-        parts = sorted(((f, max(m, c) if len(wants) == 2 else (m, c)[wants[0]])
-                        for f, m, c in gate_obj.explain_learned(run.message)), key=lambda t: -t[1])
-        words = [f"{_feature_label(f)} ({w:+.2f})" for f, w in parts[:3] if w > 0]
+        route = gate.route
+
+        def weight(m: float, c: float) -> float:  # the part of the head(s) that chose the route
+            return max(m, c) if route is Route.BOTH else m if route.wants_memory else c
+
+        parts = sorted(((f, weight(m, c)) for f, m, c in gate_obj.explain_learned(run.message)), key=lambda t: -t[1])
+        words = [f"{feature_label(f)} ({w:+.2f})" for f, w in parts[:3] if w > 0]
         if words:
             run.notes.append(f"no pattern fired: the learned combiner chose {gate.route.value} (its strongest "
                              f"features: {', '.join(words)})")
@@ -1272,6 +1266,7 @@ class ChatRecall(_AsyncMixin):
         """
         if not gate.correction:
             return run.message
+        run.ruled, run.kept = ruled_out(run.message)
         query = drop_negated(run.message)
         if query != run.message:
             run.notes.append(f"correction: searching for {query!r} (what it rules out is left out)")
@@ -1283,11 +1278,12 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"correction: searched alone, the turn before it asked nothing ({before!r:.80})")
             return query
         run.notes.append(f"correction: searched with the turn it corrects ({before!r:.80})")
-        run.others = other_than(run.message, before)
-        if run.others:
+        others = frozenset() if run.ruled else other_than(run.message, before)
+        if others:
             # "no, I meant the other client" after "what's the Kestrel deadline again?": not Kestrel's
-            before = " ".join(w for w in before.split() if run.others.isdisjoint(tokenize(w)))
-            run.notes.append(f"correction: asks for another than {', '.join(sorted(run.others))}, which the "
+            run.ruled, run.kept = others, asked_for(run.message, others)
+            before = " ".join(w for w in before.split() if others.isdisjoint(tokenize(w)))
+            run.notes.append(f"correction: asks for another than {', '.join(sorted(others))}, which the "
                              "search leaves out")
         return f"{before} {query}"
 
@@ -1729,11 +1725,10 @@ class ChatRecall(_AsyncMixin):
     def _drop_ruled_out(run: _Run) -> None:
         """A correction's ruled-out words keep out what names them: after "no, I meant the other one, Kirkstall, not
         Hartley's", a memory or passage naming Hartley's is rejected unless it names every word the correction asks
-        for (Kirkstall) too. The search text already leaves the ruled-out part out; the items found may still be
-        about it."""
-        ruled, kept = ruled_out(run.message)
-        if not ruled and run.others:
-            ruled, kept = run.others, asked_for(run.message, run.others)
+        for (Kirkstall) too; "the other client" after a question naming Kestrel rules Kestrel out the same way
+        (``run.ruled`` / ``run.kept``, set by :meth:`_search_text`). The search text already leaves the ruled-out
+        part out; the items found may still be about it."""
+        ruled, kept = run.ruled, run.kept
         if not ruled:
             return
 

@@ -34,7 +34,7 @@ from typing import Any
 from ._errors import ConfigError
 from ._gate_patterns import QUESTION_OPENERS
 
-__all__ = ["LinearRouter", "RouterTables", "feature_items", "load_default_router"]
+__all__ = ["LinearRouter", "RouterTables", "feature_items", "feature_label", "load_default_router"]
 
 MODEL_FILE = "gate_model.json"
 _OPENERS = frozenset(QUESTION_OPENERS)
@@ -68,6 +68,18 @@ def feature_items(words: Sequence[str], has_question_mark: bool, fired: Iterable
         yield "b:" + prev + " " + w, 1.0
         prev = w
     yield "b:" + prev + " </s>", 1.0
+
+
+def feature_label(feature: str) -> str:
+    """A feature of :func:`feature_items` as a reader would name it: a word, a word pair, a pattern, a form."""
+    if feature.startswith("u:"):
+        return "'?'" if feature == "u:?" else repr(feature[2:])
+    if feature.startswith("b:"):
+        return repr(feature[2:].replace("<s> ", "^").replace(" </s>", "$"))
+    if feature.startswith("P:"):
+        return f"pattern {feature[2:]}"
+    return {"nq": "no question form", "ms": "memory patterns", "cs": "corpus patterns",
+            "ns": "small-talk patterns"}.get(feature, feature)
 
 
 class LinearRouter:
