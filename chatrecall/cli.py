@@ -288,7 +288,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
     embedder = SentenceTransformerEmbedder()
     t = time.perf_counter()
-    with console.status("exporting / loading the embedding model (the first time: 10–20 s)…"):
+    with console.status("exporting / loading the embedding model (the first time: 10–40 s)…"):
         embedder.warm()
     took = time.perf_counter() - t
     files = embedder.model_files

@@ -223,6 +223,16 @@ def test_the_engine_may_come_first_as_in_the_middleware(cr: ChatRecall) -> None:
         ChatRecallRetriever("nope", user_id="u1")
 
 
+def test_a_flag_that_is_not_a_bool_fails_at_once_naming_it(cr: ChatRecall) -> None:
+    # helper-124 (stop 42): a string flag was read as true whatever it said
+    from chatrecall.adapters.langchain import ChatRecallMiddleware, PinCallbackHandler
+
+    with pytest.raises(ConfigError, match=r"store_turns='no' is invalid \(a str\): pass True or False"):
+        ChatRecallMiddleware(cr, user_id="u1", store_turns="no")
+    with pytest.raises(ConfigError, match=r"raise_error=1 is invalid \(a int\): pass True or False"):
+        PinCallbackHandler(cr, user_id="u1", raise_error=1)
+
+
 def test_retriever_bad_calls_raise_chatrecall_errors(cr: ChatRecall) -> None:
     with pytest.raises(ConfigError, match="engine='not an engine'"):
         ChatRecallRetriever(engine="not an engine", user_id="u1")

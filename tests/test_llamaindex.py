@@ -181,6 +181,24 @@ def test_the_memories_take_the_engine_first_as_the_retriever_does(cr: ChatRecall
     assert ChatRecallMemory(cr, user_id="alice", session_id="s1").engine is cr
     with pytest.raises(ConfigError, match="passed twice"):
         ChatRecallMemory(cr, engine=cr, user_id="alice", session_id="s1")
+    # helper-124 (stop 42): from_defaults(cr, ...) met a bare "takes 1 positional argument"
+    memory = ChatRecallMemory.from_defaults(cr, user_id="alice", session_id="s1")
+    assert memory.engine is cr and memory.session_id == "s1"
+    with pytest.raises(ConfigError, match="passed twice"):
+        ChatRecallMemory.from_defaults(cr, engine=cr, user_id="alice", session_id="s1")
+    with pytest.raises(ConfigError, match="engine='nope'"):
+        ChatRecallMemory.from_defaults("nope", user_id="alice", session_id="s1")
+
+
+@pytest.mark.parametrize(("build", "name"), [
+    (lambda cr: ChatRecallRetriever(cr, "alice", as_context="yes"), "as_context"),
+    (lambda cr: ChatRecallRetriever(cr, "alice", include_pins=1), "include_pins"),
+    (lambda cr: ChatRecallMemory(cr, user_id="alice", session_id="s1", recall="no"), "recall"),
+])
+def test_a_flag_that_is_not_a_bool_fails_at_once_naming_it(cr: ChatRecall, build: Any, name: str) -> None:
+    # helper-124 (stop 42): as_context="yes" was taken silently (and pydantic reads recall="no" as False)
+    with pytest.raises(ConfigError, match=rf"{name}=.* is invalid \(a (str|int)\): pass True or False"):
+        build(cr)
 
 
 def test_retriever_bad_arguments(cr: ChatRecall) -> None:
@@ -353,6 +371,12 @@ def test_condense_plus_context_answers_small_talk_with_the_llm(real: bool, reque
     assert retriever.last_result is not None and retriever.last_result.route.wants_memory, \
         retriever.last_result.explain()
     assert "Roquefort-42" in llm.calls[-1] and "dated, UTC" in llm.calls[-1], llm.calls[-1]
+    # helper-124 (stop 42): last_result.context also holds the recent window, which never reaches this prompt
+    # (the history sends those turns); last_context is the block that does
+    context = retriever.last_context
+    assert context and "Roquefort-42" in context and context in llm.calls[-1], (context, llm.calls[-1])
+    assert "Recent conversation" in retriever.last_result.context and "Recent conversation" not in context
+    assert ChatRecallRetriever(engine, "bob").last_context is None
 
 
 @pytest.mark.parametrize("real", [False, True])

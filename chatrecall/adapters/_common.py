@@ -11,7 +11,7 @@ from typing import Any
 
 from chatrecall.core import ChatRecall, ConfigError, ScoredItem, check_keywords
 
-__all__ = ["UNSET", "check_engine", "check_fields", "item_metadata", "with_engine"]
+__all__ = ["UNSET", "check_engine", "check_fields", "check_flag", "item_metadata", "with_engine"]
 
 #: "No engine passed first" (see :func:`with_engine`).
 UNSET: Any = object()
@@ -43,6 +43,21 @@ def with_engine(engine: Any, data: dict[str, Any], owner: str) -> dict[str, Any]
     if "engine" in data:
         raise ConfigError(f"{owner}: the engine was passed twice (first and as engine=): pass it once")
     return {"engine": engine, **data}
+
+
+def check_flag(owner: str, name: str, value: Any) -> bool:
+    """``value`` if it is a bool, else a :class:`ConfigError` naming it (helper-124, stop 42: ``as_context="yes"``
+    was taken silently; a string is true whatever it says, and pydantic reads "no" as False).
+
+    Example:
+        >>> check_flag("MyRetriever", "as_context", "yes")
+        Traceback (most recent call last):
+        ...
+        chatrecall.core._errors.ConfigError: MyRetriever: as_context='yes' is invalid (a str): pass True or False
+    """
+    if not isinstance(value, bool):
+        raise ConfigError(f"{owner}: {name}={value!r:.60} is invalid (a {type(value).__name__}): pass True or False")
+    return value
 
 
 def check_engine(engine: Any, owner: str) -> ChatRecall:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from ._common import UNSET, check_engine, check_fields, item_metadata, with_engine
+from ._common import UNSET, check_engine, check_fields, check_flag, item_metadata, with_engine
 from ._guard import require
 
 require("langchain_core", "langchain", package="langchain-core")
@@ -571,7 +571,7 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         self.k = check_k(k)
         self.budget_tokens = _check_budget(budget_tokens)
         self.strategy = check_strategy(strategy)
-        self.store_turns = bool(store_turns)
+        self.store_turns = check_flag("ChatRecallMiddleware", "store_turns", store_turns)
         self.event_name = event_name
         #: The last retrieval (debugging aid; with concurrent runs read the state key instead).
         self.last_result: RetrievalResult | None = None
@@ -744,7 +744,7 @@ class PinCallbackHandler(BaseCallbackHandler):
         self.user_id = check_id("user_id", user_id, engine.limits)
         self.session_id = None if session_id is None else check_id("session_id", session_id, engine.limits)
         self.input_keys = tuple(input_keys)
-        self.raise_error = raise_error
+        self.raise_error = check_flag("PinCallbackHandler", "raise_error", raise_error)
         self.results: list[PinCommandResult] = []
         self.errors: list[ChatRecallError] = []
         self._last: str | None = None

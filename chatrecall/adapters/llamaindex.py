@@ -56,7 +56,7 @@ from chatrecall.core import (
     rerank,
 )
 
-from ._common import UNSET, check_engine, check_fields, item_metadata, with_engine
+from ._common import UNSET, check_engine, check_fields, check_flag, item_metadata, with_engine
 from ._guard import require
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
@@ -289,6 +289,8 @@ class ChatRecallRetriever(BaseRetriever):
         self.session_id = session_id
         self.k = k
         self.mode = _check_mode(mode)
+        check_flag("ChatRecallRetriever", "as_context", as_context)
+        check_flag("ChatRecallRetriever", "include_pins", include_pins)
         if as_context and self.mode != "retrieve":
             raise ConfigError(f"as_context=True needs mode='retrieve' (got mode={mode!r}): 'search' ranks memories "
                               "only, with no gate and no context to format")
@@ -304,12 +306,21 @@ class ChatRecallRetriever(BaseRetriever):
         self.include_pins = include_pins
         self.budget_tokens = budget_tokens
         self._last: RetrievalResult | None = None
+        self._context: str | None = None
 
     @property
     def last_result(self) -> RetrievalResult | None:
         """The result of this retriever's latest ``retrieve``-mode call (None before the first, and in
-        ``search`` mode): ``last_result.explain()`` says what was decided and why."""
+        ``search`` mode): ``last_result.explain()`` says what was decided and why. Its ``context`` also holds
+        the recent window, which the chat engine sends as history instead: log :attr:`last_context`."""
         return self._last
+
+    @property
+    def last_context(self) -> str | None:
+        """With ``as_context=True``: the text of the node the latest ``retrieve`` returned, the block the chat
+        engine puts in the prompt ("" when the turn needed nothing); None before the first call and without
+        ``as_context`` (each node's text is then the engine's to format)."""
+        return self._context
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
@@ -330,7 +341,9 @@ class ChatRecallRetriever(BaseRetriever):
         )
         self._last = result
         if self.as_context:
-            return [result_to_context_node(result, include_pins=self.include_pins)]
+            node = result_to_context_node(result, include_pins=self.include_pins)
+            self._context = node.node.get_content()
+            return [node]
         return result_to_nodes(result, include_pins=self.include_pins)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -489,6 +502,8 @@ class ChatRecallMemory(BaseMemory):
         engine = check_engine(data.get("engine"), "ChatRecallMemory")
         for name in ("user_id", "session_id"):
             check_id(name, data.get(name), engine.limits)
+        if "recall" in data:
+            check_flag("ChatRecallMemory", "recall", data["recall"])
         super().__init__(**data)
         if not isinstance(self.token_limit, int) or self.token_limit < 1:
             raise ConfigError(f"token_limit={self.token_limit!r} is invalid: must be an int >= 1")
@@ -502,6 +517,8 @@ class ChatRecallMemory(BaseMemory):
     @classmethod
     def from_defaults(  # type: ignore[override]
         cls,
+        first: Any = UNSET,
+        /,
         *,
         engine: ChatRecall | None = None,
         user_id: str | None = None,
@@ -509,11 +526,14 @@ class ChatRecallMemory(BaseMemory):
         chat_history: Sequence[ChatMessage] | None = None,
         **kwargs: Any,
     ) -> ChatRecallMemory:
-        """Build the memory; ``chat_history`` seeds the session (and is stored).
+        """Build the memory; ``chat_history`` seeds the session (and is stored). The engine may come first
+        (``from_defaults(cr, user_id=..., session_id=...)``), as the constructor takes it.
 
         Raises:
-            ConfigError: ``engine``, ``user_id`` or ``session_id`` is missing.
+            ConfigError: ``engine``, ``user_id`` or ``session_id`` is missing, or the engine is passed twice.
         """
+        if first is not UNSET:
+            engine = with_engine(first, {} if engine is None else {"engine": engine}, "ChatRecallMemory")["engine"]
         check_fields(cls, kwargs)
         for name, value in (("engine", engine), ("user_id", user_id), ("session_id", session_id)):
             if value is None:
