@@ -2,14 +2,14 @@
 move?" (helper-92's new-user chat, stop 32: three memories said 19 December, the update ranked 9th with no time fit).
 Real model, embedded Chroma. Written before criterion C14 (clock times and ordinal days count as times): with it the
 update rose from 6th to 5th here, under the stale fact, the bot's reply repeating it and the user's own earlier
-question; C14 was not shipped and the case is a strict xfail. A clock time in a memory answers "what time..." (held).
+question; C14 was not shipped and the case was a strict xfail until stop 42, when the change lift in a chatbot's store
+(C66, tests/test_update_lift.py) brought the update in. A clock time in a memory answers "what time..." (held).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from _chats import replay_fixture
 
 USER = "rhi"
@@ -43,8 +43,6 @@ def _memories(res: Any) -> list[str]:
     return [i.text for i in res.items if i.source == "memory"]
 
 
-@pytest.mark.xfail(strict=True, reason="known miss (stop 32): the stale date, the reply repeating it and the user's "
-                                       "earlier question rank above the update")
 def test_the_update_that_names_only_the_day_is_among_the_memories(chat: dict[str, Any]) -> None:
     res = chat["when do I move?"]
     assert any("now the 14th" in t for t in _memories(res)), res.explain()

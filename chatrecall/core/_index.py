@@ -168,6 +168,32 @@ _META_CLAUSE = re.compile(r"\b(?:i (?:have|had|got) a (?:quick )?question|i(?: w
 _CLAUSE = re.compile(r"[^.!?\n,;:]+")
 
 
+#: A statement that something changed ("the design sync is moving to 3:30pm", "they're raising the rent to $1,975",
+#: "her dose is going up to 3 units from tonight", "pushed the deadline back to April 4"): see :meth:`UserIndex.changes`.
+_CHANGE = re.compile(
+    r"\b(?:now|instead|no longer|anymore|any more|mov(?:ed|ing|es)|chang(?:ed|ing|es)|switch(?:ed|ing)|swapp(?:ed|ing)|"
+    r"push(?:ed|ing)|postpon(?:ed|ing)|reschedul(?:ed|ing)|delay(?:ed|ing)|brought forward|bump(?:ed|ing)|"
+    r"rais(?:ed|ing)|increas(?:ed|ing)|dropp(?:ed|ing)|lower(?:ed|ing)|reduc(?:ed|ing)|cut (?:to|down)|"
+    r"(?:went|going|goes|gone) (?:up|down)|extend(?:ed|ing)|shorten(?:ed|ing)|upgrad(?:ed|ing)|downgrad(?:ed|ing)|"
+    r"replac(?:ed|ing)|renam(?:ed|ing)|trad(?:ed|ing)|transferr(?:ed|ing)|promot(?:ed|ing)|relocat(?:ed|ing)|"
+    r"updated?|actually|turns out|from now on|from (?:tonight|today|tomorrow|next)|starting (?:next|tomorrow|today)|"
+    r"as of|came back with|renewed|renewal|new (?:address|number|job|phone|plan|date|time|deadline|price|rate|"
+    r"salary|budget|role|title|team|manager|school|car|place|flat|apartment|house))\b",
+    re.IGNORECASE)
+#: A change only thought of, asked about or dropped ("thinking about switching to Verizon", "we might move").
+_HEDGED = re.compile(
+    r"\b(?:thinking (?:about|of)|consider(?:ed|ing)?|might|maybe|could|would|should|if|whether|not sure|"
+    r"wonder(?:ed|ing)?|decided (?:not|against)|never mind|nevermind|plann?(?:ed|ing)? to|want(?:ed)? to|hop(?:e|ing) to|"
+    r"in the end|kept|keeping|stay(?:ed|ing) with|sticking with|stuck with)\b",
+    re.IGNORECASE)
+
+
+def _states_change(text: str) -> bool:
+    """A statement that something changed, not only thought of (:data:`_CHANGE`, not :data:`_HEDGED`)."""
+    t = text.replace("\u2019", "'")
+    return _CHANGE.search(t) is not None and _HEDGED.search(t) is None
+
+
 def _states_own(text: str) -> bool:
     """The text holds a clause of three words or more that states something about the speaker: a first-person
     word, not opening a question or a request and not only announcing one ("Our internet is with Xfinity. Any
@@ -344,6 +370,7 @@ class UserIndex:
         self._bare = np.zeros(0, dtype=np.int8)  # see _bare_kind
         self._noans = np.zeros(0, dtype=bool)
         self._states = np.zeros(0, dtype=bool)  # see _states_own
+        self._change = np.zeros(0, dtype=bool)  # see _states_change
         self._dispute = np.zeros(0, dtype=np.int8)  # see _dispute_kind
         self._rcode = np.zeros(0, dtype=np.int64)
         self._role_code: dict[str, int] = {}
@@ -426,6 +453,11 @@ class UserIndex:
         """Per given position: the turn states something about the speaker ("Our internet is with Xfinity. Any
         ideas?"), even if it also asks something."""
         return self._states[np.asarray(positions, dtype=np.int64)]
+
+    def changes(self, positions: np.ndarray) -> np.ndarray:
+        """Per given position: the turn states that something changed ("the sync is moving to 3:30pm", "her dose
+        is going up to 3 units"), not a change only considered ("thinking about switching")."""
+        return self._change[np.asarray(positions, dtype=np.int64)]
 
     def non_answers(self, positions: np.ndarray) -> np.ndarray:
         """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...")."""
@@ -528,6 +560,7 @@ class UserIndex:
             self._bare[p] = _bare_kind(rec.text)
             self._noans[p] = _is_non_answer(rec.text, rec.role)
             self._states[p] = _states_own(rec.text)
+            self._change[p] = _states_change(rec.text)
             self._dispute[p] = _dispute_kind(rec.text, rec.role)
             self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
@@ -574,6 +607,7 @@ class UserIndex:
         self._bare = np.resize(self._bare, new_cap)
         self._noans = np.resize(self._noans, new_cap)
         self._states = np.resize(self._states, new_cap)
+        self._change = np.resize(self._change, new_cap)
         self._dispute = np.resize(self._dispute, new_cap)
         self._rcode = np.resize(self._rcode, new_cap)
         self._scode = np.resize(self._scode, new_cap)

@@ -184,6 +184,31 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
 
 
+def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, window: int) -> np.ndarray:
+    """A user's statement that something changed ranks above the earlier turns about the same thing (turn cosine
+    at least UPDATE_COS) among the first ``window``: "her dose is going up to 3 units from tonight" above "she's on
+    2 units at 7am and 7pm" and the replies to it (helper-118 and helper-119: the old value came first, the update
+    third or lower). Only candidates already in the first ``window`` move; scores of the others are kept.
+
+    The caller applies it to a chatbot's store only (the candidates hold an assistant turn): stop 40's unscoped
+    version (C56) gained on the held-out chats but cost LoCoMo (two people narrating, where "now" and "pushing"
+    are not updates) and a LongMemEval tally (C66, stop 42; docs/benchmarks.md)."""
+    top = topk(final, window)
+    top = top[final[top] > 0]
+    change = idx.changes(cand[top]) & ~bot[top] & ~idx.asks(cand[top])
+    if not change.any():
+        return final
+    emb = idx.embeddings[cand[top]]
+    ts = idx.timestamps[cand[top]]
+    out = final.copy()
+    for j in np.flatnonzero(change).tolist():
+        earlier = (ts < ts[j]) & (emb @ emb[j] >= _tuned.UPDATE_COS) & (final[top] >= out[top[j]])
+        earlier[j] = False
+        if earlier.any():
+            out[top[j]] = float(final[top][earlier].max()) + 1e-4
+    return out
+
+
 def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
     """For "what was that error?": a turn that shows an error (``ERR_CONN_RESET``, a traceback) matches the
     word "error" as fully as a turn that only says it ("the error is gone"), which BM25 alone cannot see."""
@@ -413,6 +438,8 @@ def rank_memories(
         final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
+    if strat is not Strategy.RECENCY and cand.size > 1 and bot.any():
+        final = _lift_changes(idx, cand, final, bot, k + 5)
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
         order = order[~mute[order]]
