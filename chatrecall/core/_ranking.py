@@ -184,18 +184,22 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
 
 
-def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, window: int) -> np.ndarray:
+def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, fixed: np.ndarray,
+                  window: int) -> np.ndarray:
     """A user's statement that something changed ranks above the earlier turns about the same thing (turn cosine
     at least UPDATE_COS) among the first ``window``: "her dose is going up to 3 units from tonight" above "she's on
     2 units at 7am and 7pm" and the replies to it (helper-118 and helper-119: the old value came first, the update
     third or lower). Only candidates already in the first ``window`` move; scores of the others are kept.
+    ``fixed``: candidates that never move: a chatbot's replies, and turns sharing no word with the query (an
+    unrelated change, "Swapped my Saturday shift with Dana, so I'm on at 19:45 instead.", lifted above the memories
+    about "What time does the club run start?" without it).
 
     The caller applies it to a chatbot's store only (the candidates hold an assistant turn): stop 40's unscoped
     version (C56) gained on the held-out chats but cost LoCoMo (two people narrating, where "now" and "pushing"
     are not updates) and a LongMemEval tally (C66, stop 42; docs/benchmarks.md)."""
     top = topk(final, window)
     top = top[final[top] > 0]
-    change = idx.changes(cand[top]) & ~bot[top] & ~idx.asks(cand[top])
+    change = idx.changes(cand[top]) & ~fixed[top] & ~idx.asks(cand[top])
     if not change.any():
         return final
     emb = idx.embeddings[cand[top]]
@@ -439,7 +443,8 @@ def rank_memories(
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
     if strat is not Strategy.RECENCY and cand.size > 1 and bot.any():
-        final = _lift_changes(idx, cand, final, bot, k + 5)
+        # only a change that restates the query's subject (shares a word with it: stop 40's C56c) moves
+        final = _lift_changes(idx, cand, final, bot | (comp["keyword"] <= 0), k + 5)
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
         order = order[~mute[order]]
