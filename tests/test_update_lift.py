@@ -85,6 +85,8 @@ def test_the_new_dose_comes_before_the_old_one(vet_chat: ChatRecall) -> None:
     res = vet_chat.retrieve("how many units of insulin is Pepper on?", user_id="m", session_id="s9")
     texts = [m.text for m in res.memories]
     assert texts and "3 units" in texts[0], res.explain()
+    assert "states a change: ranked above the earlier turn about it" in res.memories[0].why, res.explain()
+    assert not any("states a change" in m.why for m in res.memories[1:] if "3 units" not in m.text), res.explain()
 
 
 def test_the_new_deadline_comes_before_the_old_one(vet_chat: ChatRecall) -> None:

@@ -866,7 +866,7 @@ class ChatRecall(_AsyncMixin):
             # Python floats and ints once per column, not one numpy scalar per cell
             columns = {c: v.tolist() for c, v in r.components.items()}
             scores, hops = r.scores.tolist(), r.hops.tolist()
-            support, since = r.support.tolist(), r.since_answer.tolist()
+            support, since, lifted = r.support.tolist(), r.since_answer.tolist(), r.lifted.tolist()
             for rank, p in enumerate(r.positions.tolist()):
                 rec = idx.records[p]
                 comps = {c: col[rank] for c, col in columns.items()}
@@ -874,6 +874,8 @@ class ChatRecall(_AsyncMixin):
                 if support[rank] > 0:  # in the score, in no component: say where it came from (helper-94)
                     why += (f"; said since the old answer to this question (+{support[rank]:.2f})" if since[rank]
                             else f"; answers the question before it (+{support[rank]:.2f})")
+                if lifted[rank]:  # also in the score and no component (C66)
+                    why += "; states a change: ranked above the earlier turn about it"
                 if has_cue:
                     # the recency slot held the time fit (a named period, a date or time for "when"): shown as such
                     comps = {("time" if c == "recency" else c): v for c, v in comps.items()}

@@ -121,6 +121,9 @@ class Ranking:
         since_answer: Per ranked turn, whether that score came from the query
             asked again: the turn is what the user said since the chatbot's
             old answer to it (``why`` says so).
+        lifted: Per ranked turn, whether it states a change and was moved
+            above an earlier turn about the same thing (:func:`_lift_changes`;
+            ``why`` says so).
     """
 
     strategy: Strategy
@@ -135,6 +138,7 @@ class Ranking:
     time_cue: TimeCue
     support: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     since_answer: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
+    lifted: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfig,
@@ -185,7 +189,7 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
 
 
 def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, fixed: np.ndarray,
-                  window: int) -> np.ndarray:
+                  window: int) -> tuple[np.ndarray, np.ndarray]:
     """A user's statement that something changed ranks above the earlier turns about the same thing (turn cosine
     at least UPDATE_COS) among the first ``window``: "her dose is going up to 3 units from tonight" above "she's on
     2 units at 7am and 7pm" and the replies to it (helper-118 and helper-119: the old value came first, the update
@@ -196,12 +200,17 @@ def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, fixed: np
 
     The caller applies it to a chatbot's store only (the candidates hold an assistant turn): stop 40's unscoped
     version (C56) gained on the held-out chats but cost LoCoMo (two people narrating, where "now" and "pushing"
-    are not updates) and a LongMemEval tally (C66, stop 42; docs/benchmarks.md)."""
+    are not updates) and a LongMemEval tally (C66, stop 42; docs/benchmarks.md).
+
+    Returns:
+        The scores, and per candidate whether it was lifted.
+    """
+    lifted = np.zeros(cand.size, dtype=bool)
     top = topk(final, window)
     top = top[final[top] > 0]
     change = idx.changes(cand[top]) & ~fixed[top] & ~idx.asks(cand[top])
     if not change.any():
-        return final
+        return final, lifted
     emb = idx.embeddings[cand[top]]
     ts = idx.timestamps[cand[top]]
     out = final.copy()
@@ -210,7 +219,8 @@ def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, fixed: np
         earlier[j] = False
         if earlier.any():
             out[top[j]] = float(final[top][earlier].max()) + 1e-4
-    return out
+            lifted[top[j]] = True
+    return out, lifted
 
 
 def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
@@ -442,9 +452,10 @@ def rank_memories(
         final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
+    lifted = np.zeros(cand.size, dtype=bool)
     if strat is not Strategy.RECENCY and cand.size > 1 and bot.any():
         # only a change that restates the query's subject (shares a word with it: stop 40's C56c) moves
-        final = _lift_changes(idx, cand, final, bot | (comp["keyword"] <= 0), k + 5)
+        final, lifted = _lift_changes(idx, cand, final, bot | (comp["keyword"] <= 0), k + 5)
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
         order = order[~mute[order]]
@@ -452,4 +463,4 @@ def rank_memories(
         order = order[final[order] > 0]
     used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
     return Ranking(strat, qtype, cand[order], final[order].astype(np.float32), used, hops[order], dense_rank,
-                   keys, related, cue, support[order], since[order])
+                   keys, related, cue, support[order], since[order], lifted[order])
