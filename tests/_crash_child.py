@@ -1,6 +1,8 @@
 """Child process of ``test_crash_safety``: writes into embedded Chroma until it is SIGKILLed.
 
-Usage: ``python _crash_child.py <chroma dir> <ack file> <seed>``
+Usage: ``python _crash_child.py <chroma dir> <ack file> <seed>``, or :func:`run_child` in a process forked
+from a forkserver that has already imported chatrecall and chromadb (what the test does: each round then
+pays for opening the store, not for ~2 s of imports).
 
 Every write is acknowledged by appending one line to the ack file *after*
 the call returned, with a single unbuffered ``write()`` (it survives SIGKILL:
@@ -90,6 +92,14 @@ def main(path: str, ack_path: str, seed: int) -> None:
                 if type(exc).__name__ != "NotFoundError":
                     raise
             ack([f"F< {user} {session}"])
+
+
+def run_child(path: str, ack_path: str, seed: int, err_path: str) -> None:
+    """:func:`main` in a forked child, its stderr (a traceback if it fails) going to ``err_path``."""
+    fd = os.open(err_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+    main(path, ack_path, seed)
 
 
 # ---------------------------------------------------------------- parent side

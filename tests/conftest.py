@@ -6,7 +6,10 @@
 * ``make_engine``: ``make_engine(**kwargs)`` is :func:`~chatrecall.testing.fake_engine`,
   closed at teardown; ``engine`` is one such engine on ``clock``;
 * ``chroma_server``, ``chroma_server_factory``, ``embedded_store``, ``st_embedder``:
-  the real thing.
+  the real thing;
+* ``prepared_home``: a new ``CHATRECALL_HOME`` in which ``chatrecall prepare``
+  ran once (the ONNX export of the bundled model, ~15 s); ``copy_export(home)``
+  gives another new home a copy of that export.
 
 Heavy imports (chromadb, sentence-transformers) happen inside the fixtures so
 that collecting the fast unit tests stays fast.
@@ -19,9 +22,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -292,3 +297,55 @@ def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any, str], dict[st
         return calls
 
     return wrap
+
+
+@dataclass(frozen=True)
+class PreparedHome:
+    """A ``CHATRECALL_HOME`` that was new when ``chatrecall prepare`` first ran in it (see ``prepared_home``)."""
+
+    home: Path
+    #: the first ``chatrecall prepare`` in the new home: the one that exported
+    first: subprocess.CompletedProcess[str]
+    #: the exported graphs and their mtimes, taken right after that first run
+    graphs: list[Path]
+    stamps: list[int]
+
+    def copy_export(self, home: Path, *, link: bool = True) -> Path:
+        """Give the new ``home`` (created if missing) a copy of the export, and nothing else: no store.
+
+        ``link``: hard links (each home has its own folder and lock file; chatrecall writes a graph to a
+        temporary file and renames it, so it never changes a linked file in place); False for a test that
+        overwrites graphs in place. A plain copy where hard links are not possible.
+        """
+
+        def link_or_copy(src: str, dst: str) -> None:
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+
+        home.mkdir(parents=True, exist_ok=True)
+        onnx = self.home / "onnx"
+        if onnx.is_dir():
+            shutil.copytree(onnx, home / "onnx", copy_function=link_or_copy if link else shutil.copy2,
+                            ignore=shutil.ignore_patterns(".export.lock", "*.tmp"))
+        return home
+
+
+@pytest.fixture(scope="session")
+def prepared_home(tmp_path_factory: pytest.TempPathFactory) -> PreparedHome:
+    """``chatrecall prepare`` once, in a new ``CHATRECALL_HOME``, as a deploy step on a new machine does.
+
+    The export of the bundled model takes ~15 s; it is made once per session instead of once per test:
+    test_cli's prepare test asserts on this first run (it exported, and a second prepare and the demo reuse
+    it in this home), and the README blocks and test_onnx_backend's shared home start from copies of its
+    ``onnx`` folder. Nothing but test_cli writes into this home.
+    """
+    pytest.importorskip("sentence_transformers")
+    home = tmp_path_factory.mktemp("prepared-home")
+    env = os.environ | {"CHATRECALL_HOME": str(home), "COLUMNS": "200", "HF_HUB_OFFLINE": "1",
+                        "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+    first = subprocess.run([sys.executable, "-m", "chatrecall", "prepare"], capture_output=True, text=True,
+                           env=env, timeout=600)
+    graphs = sorted((home / "onnx").rglob("*.onnx"))
+    return PreparedHome(home, first, graphs, [g.stat().st_mtime_ns for g in graphs])

@@ -260,14 +260,17 @@ def test_stats_lists_every_namespace(cli_hash: Run, tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_prepare_exports_once_then_the_demo_runs_on_embedded_default(tmp_path: Path) -> None:
-    # a new CHATRECALL_HOME: prepare exports the model (a deploy step), a second prepare and the demo reuse it
-    ready = run("prepare", home=tmp_path)
+def test_prepare_exports_once_then_the_demo_runs_on_embedded_default(prepared_home: Any) -> None:
+    # a new CHATRECALL_HOME: prepare exports the model (a deploy step), a second prepare and the demo reuse it.
+    # The first prepare ran in that new home in conftest's session fixture ``prepared_home`` (its graphs and
+    # their mtimes taken right after it); the README blocks and test_onnx_backend use copies of its export.
+    tmp_path = prepared_home.home
+    ready = prepared_home.first
     assert ready.returncode == 0, ready.stderr
     assert "embedding model ready" in ready.stdout and "gate ready" in ready.stdout
-    graphs = sorted((tmp_path / "onnx").rglob("*.onnx"))
+    graphs = prepared_home.graphs
     assert graphs and all(str(g) in ready.stdout.replace("\n", "") for g in graphs), ready.stdout
-    stamps = [g.stat().st_mtime_ns for g in graphs]
+    stamps = prepared_home.stamps
     again = run("prepare", home=tmp_path)
     assert again.returncode == 0 and sorted((tmp_path / "onnx").rglob("*.onnx")) == graphs
     assert [g.stat().st_mtime_ns for g in graphs] == stamps, "exported once"

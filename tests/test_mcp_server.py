@@ -59,7 +59,7 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: flo
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise RuntimeError(f"mcp server not up on {port}: {log.read_text()[-2000:]}")
 
 
@@ -82,8 +82,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-@pytest.fixture
-def token_server(tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One token-checking HTTP server for the module (starting one takes seconds).
+
+    The tests that share it are order-independent: only test_http_tokens_keep_users_apart stores anything
+    (as alice), the refusal tests are turned away before any tool runs, and the session test opens a session
+    as alice and lists nobody's pins; what each test asserts about alice and bob holds whichever ran before.
+    """
+    tmp_path = tmp_path_factory.mktemp("token-server")
     auth = tmp_path / "tokens.json"
     auth.write_text(json.dumps(TOKENS))
     proc, url = _start(tmp_path, "--auth-file", str(auth), "--embedder", "hash")

@@ -100,12 +100,16 @@ def test_cache_root_follows_chatrecall_home(monkeypatch: pytest.MonkeyPatch, tmp
 
 
 @pytest.fixture(scope="module")
-def onnx_home(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def onnx_home(tmp_path_factory: pytest.TempPathFactory, prepared_home: Any) -> Any:
+    """A home of this module's, starting with a copy (not links: a test here overwrites graphs in place) of the
+    session's ``chatrecall prepare`` export. Exporting into a new home is what
+    test_processes_exporting_at_once_all_get_the_onnx_backend (below) and test_cli's prepare test check; the
+    tests here compare the graphs with PyTorch and export corrupted ones again."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     mp = pytest.MonkeyPatch()
-    mp.setenv("CHATRECALL_HOME", str(tmp_path_factory.mktemp("home")))
+    mp.setenv("CHATRECALL_HOME", str(prepared_home.copy_export(tmp_path_factory.mktemp("home"), link=False)))
     yield
     mp.undo()
 

@@ -1,8 +1,19 @@
 """Every code block of README.md (and docs/*.md) runs as written.
 
 - ```python blocks: each runs in a fresh interpreter, in a temp directory, with
-  its own empty ``CHATRECALL_HOME`` (so ``chatrecall.connect()`` works as on a
-  new machine), on the real embedded Chroma and the bundled model.
+  its own new ``CHATRECALL_HOME`` (no store: ``chatrecall.connect()`` creates
+  its embedded Chroma there, as on a new machine), on the real embedded Chroma
+  and the bundled model. The one thing a block's home starts with is the ONNX
+  export of the bundled model, made once per session by ``chatrecall prepare``
+  in a new home (conftest's ``prepared_home``) and hard-linked into each block's
+  home, as after a deploy step that ran ``prepare``: without it the first
+  ``add`` of every block exported the model again (~15 s of a ~18 s block).
+  The export on a new machine stays covered by
+  tests/test_cli.py::test_prepare_exports_once_then_the_demo_runs_on_embedded_default
+  (that first ``prepare`` exported; a second one and the demo reuse it) and
+  tests/test_onnx_backend.py (processes exporting at once into a new home,
+  corrupted graphs exported again); the session's ``prepare`` must print no
+  model-loading progress bars either, as no block may.
 - ```json / ```jsonl blocks: parsed and validated as turns, like ``chatrecall ingest``.
 - ```bash blocks: every ``chatrecall ...`` line must parse with the real
   argument parser (and name files that exist); the cheap ones (stats, pins
@@ -19,6 +30,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PreparedHome
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -47,9 +59,18 @@ def test_readme_has_the_blocks_we_run() -> None:
     assert blocks("jsonl") and blocks("bash")
 
 
+@pytest.fixture(scope="module")
+def prepared(prepared_home: PreparedHome) -> PreparedHome:
+    """The session's ``chatrecall prepare`` (conftest), checked as a deploy step of the README would be."""
+    out = prepared_home.first
+    assert out.returncode == 0, f"chatrecall prepare failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
+    assert "Loading weights" not in out.stderr, "no model-loading progress bars while exporting"
+    return prepared_home
+
+
 @pytest.mark.model
 @pytest.mark.parametrize(("where", "code"), blocks("python"), ids=[w for w, _ in blocks("python")])
-def test_python_block_runs(where: str, code: str, tmp_path: Path) -> None:
+def test_python_block_runs(where: str, code: str, tmp_path: Path, prepared: PreparedHome) -> None:
     for mod in ("chromadb", "sentence_transformers"):
         pytest.importorskip(mod)
     for mod in sorted(set(re.findall(r"^(?:from|import) (\w+)", code, re.M))):
@@ -59,7 +80,8 @@ def test_python_block_runs(where: str, code: str, tmp_path: Path) -> None:
     script.write_text(code, encoding="utf-8")
     work = tmp_path / "cwd"
     work.mkdir()
-    out = subprocess.run([sys.executable, str(script)], cwd=work, env=_env(tmp_path / "home"),
+    home = prepared.copy_export(tmp_path / "home")  # the export (hard links) and no store
+    out = subprocess.run([sys.executable, str(script)], cwd=work, env=_env(home),
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, f"{where} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
     assert "Loading weights" not in out.stderr, "no model-loading progress bars"
