@@ -38,8 +38,8 @@ ADAPTER_NEEDS = {
     "Batch", "Candidate", "ChatRecall", "ChatRecallError", "ConfigError", "Embedder", "InvalidInputError",
     "NotFoundError", "Pin", "PinCommand", "PinCommandResult", "Record", "RegexEntityExtractor", "RetrievalResult",
     "Scalar", "ScoredItem", "StoreError", "StoreHit", "StoreUnavailableError", "Strategy", "Turn", "Where",
-    "apply_pin_command", "check_id", "check_k", "check_keywords", "check_pin_scope", "check_strategy", "format_context",
-    "keywords_checked", "parse_pin_command", "rerank",
+    "apply_pin_command", "check_id", "check_k", "check_keywords", "check_pin_scope", "check_strategy", "check_text",
+    "format_context", "keywords_checked", "parse_pin_command", "rerank",
 }
 
 

@@ -51,6 +51,7 @@ from chatrecall.core import (
     ScoredItem,
     Turn,
     check_id,
+    check_text,
     format_context,
     keywords_checked,
     rerank,
@@ -435,8 +436,15 @@ class ChatRecallMemory(BaseMemory):
     history and stores user/assistant text in chatrecall. ``get`` returns a
     system message with the user's pins and what chatrecall recalls for the
     latest user message (gated: small talk recalls nothing; budgeted;
-    memories already visible in the returned history are left out),
+    the stored turns the returned history shows are left out of the search),
     followed by the most recent history within ``token_limit``.
+
+    ``SimpleChatEngine`` and agents ``put`` the user's message, then ``get``:
+    a recalling memory stores that message once ``get`` has recalled for it
+    (or at the next ``put``), so the recall sees the conversation as it was
+    before the message, as :meth:`ChatRecall.retrieve` expects and as the
+    ``CondensePlusContextChatEngine`` recipe (which retrieves before its
+    ``put``) gives it. A message chatrecall would refuse still fails at ``put``.
 
     Example:
         >>> from llama_index.core.chat_engine import SimpleChatEngine
@@ -494,6 +502,8 @@ class ChatRecallMemory(BaseMemory):
     _cache_key: tuple[str, int] | None = PrivateAttr(default=None)
     _injected: tuple[ScoredItem, ...] = PrivateAttr(default=())
     _shown: frozenset[str] = PrivateAttr(default=frozenset())
+    #: Index in the history of a user message put and not stored yet: it is stored after the recall for it.
+    _pending: int | None = PrivateAttr(default=None)
 
     def __init__(self, engine: Any = UNSET, /, **data: Any) -> None:
         data = with_engine(engine, data, "ChatRecallMemory")
@@ -568,9 +578,46 @@ class ChatRecallMemory(BaseMemory):
             return None
         return self.engine.add(text, user_id=self.user_id, session_id=self.session_id, role=role)
 
+    def _defers(self, message: ChatMessage) -> bool:
+        """Whether ``put`` leaves storing ``message`` to the recall for it: a user message a recalling memory
+        would store."""
+        role = _role(message)
+        return (self.recall and role == MessageRole.USER.value and role in self.store_roles
+                and bool(_message_text(message).strip()))
+
+    def _flush(self, *, shown: bool = False) -> None:
+        """Store the user message put and not stored yet (the caller holds the lock); ``shown``: the ``get`` storing
+        it returned it as history. If the store refuses it, it leaves the history too (the history keeps only
+        stored messages) and the error is raised."""
+        i, self._pending = self._pending, None
+        if i is None:
+            return
+        try:
+            rid = self._store(self._messages[i])
+        except BaseException:
+            del self._messages[i], self._ids[i]
+            raise
+        self._ids[i] = rid
+        if rid is not None and shown:
+            self._shown = self._shown | {rid}
+
     def put(self, message: ChatMessage) -> None:
-        """Append ``message`` to the history and store its text in chatrecall."""
+        """Append ``message`` to the history and store its text in chatrecall (a user message on a recalling
+        memory: once the next ``get`` has recalled for it, or at the next ``put``).
+
+        Raises:
+            InvalidInputError: chatrecall would refuse the message's text (too long, ...); it is not kept.
+        """
         with self._lock:
+            self._flush()
+            if self._defers(message):
+                # SimpleChatEngine puts, then gets: stored now, the message would be in the recent window of
+                # its own recall (one of the turns its corpus query reads), unlike the retriever recipe's
+                check_text("text", _message_text(message), self.engine.limits)
+                self._messages.append(message)
+                self._ids.append(None)
+                self._pending = len(self._messages) - 1
+                return
             rid = self._store(message)
             self._messages.append(message)
             self._ids.append(rid)
@@ -581,12 +628,12 @@ class ChatRecallMemory(BaseMemory):
             ids = [self._store(m) for m in messages]
             self._messages = list(messages)
             self._ids = ids
-            self._cache_key = None
+            self._cache_key, self._pending = None, None
 
     def reset(self) -> None:
         """Clear the history and forget the session in chatrecall (memories and session pins)."""
         with self._lock:
-            self._messages, self._ids = [], []
+            self._messages, self._ids, self._pending = [], [], None
             self._cache_key, self._last, self._injected = None, None, ()
             with contextlib.suppress(NotFoundError):  # nothing stored yet: already forgotten
                 self.engine.forget(self.user_id, self.session_id)
@@ -642,16 +689,20 @@ class ChatRecallMemory(BaseMemory):
             visible = {i for i in self._ids[start:] if i is not None}
             self._shown = frozenset(visible)
             if not self.recall:
+                self._flush(shown=True)
                 return list(history)
             query = _message_text(input) if input is not None else _last_user_text(self._messages)
             n_user = sum(1 for m in self._messages if _role(m) == MessageRole.USER.value)
             key = (query, n_user)
             if query.strip() and (self._last is None or self._cache_key != key):
-                # An agent calls get() once per tool step: recall once per user turn.
+                # An agent calls get() once per tool step: recall once per user turn. What the history shows is
+                # left out of the search (k is filled from the rest), as ChatRecallRetriever(history=...) does.
                 self._last = self.engine.retrieve(
-                    query, user_id=self.user_id, session_id=self.session_id, k=self.k, budget_tokens=self.budget_tokens
+                    query, user_id=self.user_id, session_id=self.session_id, k=self.k,
+                    budget_tokens=self.budget_tokens, exclude_ids=visible,
                 )
                 self._cache_key = key
+            self._flush(shown=True)  # the message recalled for is stored now (retrieve: "store it once answered")
             if query.strip() and self._last is not None:
                 pins: Sequence[Pin] = self._last.pins
                 items = [it for it in self._last.items if it.id not in visible]

@@ -44,7 +44,7 @@ from ._types import (
     Turn,
     Where,
 )
-from ._validate import check_id, check_k, check_keywords, check_strategy, keywords_checked
+from ._validate import check_id, check_k, check_keywords, check_strategy, check_text, keywords_checked
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -107,6 +107,7 @@ __all__ = [
     "check_keywords",
     "check_pin_scope",
     "check_strategy",
+    "check_text",
     "classify_query",
     "find_pin",
     "fold_key",
