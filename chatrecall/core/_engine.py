@@ -552,6 +552,7 @@ class ChatRecall(_AsyncMixin):
                 f"documents must be a str, a mapping or an iterable of them, got {type(documents).__name__}"
             )
         records: list[Record] = []
+        indexed: list[str] = []  # what each chunk is embedded from: its document's title, then the chunk
         now = self._clock()
         seen: dict[str, tuple[int, str]] = {}
         explicit: list[str] = []  # caller-given document ids: a re-add replaces the old version
@@ -579,15 +580,21 @@ class ChatRecall(_AsyncMixin):
                 raise InvalidInputError(
                     f"documents[{n}].id={doc_id!r} repeats documents[{first[0]}] with a different text"
                 )
+            title = md.get("title")
             for j, chunk in enumerate(chunk_text(text, max_words, overlap_words)):
-                keys = tuple(dict.fromkeys(e.key for e in self.extractor.extract(chunk)))
+                # A title often names what the text is about and the text never does ("Stockbridge Sunday Market:
+                # trader rules" over "Pitches on Saunders Street cost 45"): every chunk is embedded, and its
+                # entities found, with its document's title first (stop 43, T1). The chunk alone is stored.
+                seen_as = chunk if title is None else f"{title}\n\n{chunk}"
+                indexed.append(seen_as)
+                keys = tuple(dict.fromkeys(e.key for e in self.extractor.extract(seen_as)))
                 records.append(Record(
                     id=_hash_id(owner, doc_id, str(j)), text=chunk, user_id=owner, session_id=doc_id,
                     role="document", timestamp=now, seq=j, entities=keys, metadata=md,
                 ))
         if not records:
             return []
-        emb = self.embedder.embed_documents([r.text for r in records])
+        emb = self.embedder.embed_documents(indexed)
         self.store.upsert(COLLECTION_CORPUS, records, emb)
         if explicit:
             # A document re-added under its own id replaces the old version whole:
