@@ -465,6 +465,23 @@ def test_middleware_without_user_or_session_raises_chatrecall_errors(cr: ChatRec
         ChatRecallMiddleware(cr, user_id="")
 
 
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_middleware_empty_message_gives_a_route_none_summary_and_stores_nothing(cr: ChatRecall, text: str) -> None:
+    # nu45 bad 2: out["chatrecall"] was None, so out["chatrecall"]["route"] raised TypeError in user code
+    llm = model("Hi!", "Did you mean to send something?", "Still nothing?")
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="s1")])
+    usual = agent.invoke(user("Hello!"))["chatrecall"]
+    before = cr.count("u1", "s1")
+    for out in (agent.invoke(user(text)), asyncio.run(agent.ainvoke(user(text)))):
+        state = out["chatrecall"]
+        assert state is not None and set(state) == set(usual) - {"stored"}, state
+        assert state["route"] == "none" and state["gate_route"] == "none" and state["items"] == [], state
+        assert state["context"] == "" and state["message"] == text, state
+        assert any("no text" in n and "nothing searched" in n for n in state["notes"]), state["notes"]
+    assert cr.count("u1", "s1") == before  # nothing stored
+    assert [m.type for m in llm.calls[-1]] == ["human"]  # the model is still called, nothing injected
+
+
 def test_middleware_async_agent(cr: ChatRecall) -> None:
     llm = model(pin_call("Reply in French"), "D'accord.", "Postgres.")
     agent = create_agent(llm, tools=make_pin_tools(cr, "u1"),

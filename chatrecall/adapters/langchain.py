@@ -74,6 +74,7 @@ from typing_extensions import NotRequired  # noqa: E402
 from chatrecall.core import (  # noqa: E402
     ChatRecall,
     ChatRecallError,
+    GateDecision,
     InvalidInputError,
     NotFoundError,
     PinCommand,
@@ -84,6 +85,7 @@ from chatrecall.core import (  # noqa: E402
     ScoredItem,
     Strategy,
     apply_pin_command,
+    budget_for,
     check_id,
     check_k,
     check_pin_scope,
@@ -598,11 +600,27 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         )
 
     # ------------------------------------------------------------------ recall
+    def _nothing_to_search(self, message: str, why: str) -> RetrievalResult:
+        """The result of a turn without text: route none, nothing injected (the same shape as any turn)."""
+        budget = self.budget_tokens if self.budget_tokens is not None else budget_for(
+            message, (), Route.NONE, self.engine.budget_config)
+        gate = GateDecision(route=Route.NONE, confidence=1.0, memory_score=0.0, corpus_score=0.0)
+        return RetrievalResult(
+            message=message, gate=gate, route=Route.NONE, strategy=None, query_type=None, items=(), recent=(),
+            pins=(), rejected=(), tokens_used=0, tokens_left=budget, timings_ms={"total": 0.0},
+            notes=(f"nothing searched: {why}; nothing injected, and nothing is stored",), context="",
+        )
+
     def _recall(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
         messages = state.get("messages") or []
         found = _latest_human(messages)
         if found is None or not found[1].strip():
-            return None
+            # no text to search with (an empty message, or no user message at all): not an error of the app,
+            # but the state key keeps its usual shape, so out["chatrecall"]["route"] reads "none" (nu45)
+            self.last_result = self._nothing_to_search(
+                "" if found is None else found[1],
+                "the conversation has no user message" if found is None else "the message has no text")
+            return result_summary(self.last_result)
         user_id, session_id = self._ids(runtime)
         result = self.engine.retrieve(
             found[1],
