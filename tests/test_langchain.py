@@ -482,6 +482,31 @@ def test_middleware_empty_message_gives_a_route_none_summary_and_stores_nothing(
     assert [m.type for m in llm.calls[-1]] == ["human"]  # the model is still called, nothing injected
 
 
+def test_middleware_misspelt_context_key_is_named_with_the_key_it_means(cr: ChatRecall) -> None:
+    # nu45 bad 5b: context={"userid": ...} said "has no user_id" without pointing at the misspelt key
+    agent = create_agent(model("a", "b", "c", "d"), middleware=[ChatRecallMiddleware(cr)])
+    before = cr.count("u1")
+    for ctx, wrong in (({"userid": "u1", "session_id": "s1"}, "userid"), ({"user": "u1"}, "user"),
+                       ({"usr_id": "u1"}, "usr_id")):
+        with pytest.raises(InvalidInputError, match=f"{wrong!r}.*did you mean 'user_id'"):
+            agent.invoke(user("hello"), context=ctx)
+    with pytest.raises(InvalidInputError, match="'sesion_id'.*did you mean 'session_id'"):
+        agent.invoke(user("hello"), context={"user_id": "u1", "sesion_id": "s1"})
+    # a key that is not near one of ours is not taken for one
+    with pytest.raises(InvalidInputError, match="has no user_id") as err:
+        agent.invoke(user("hello"), context={"org_id": "acme"})
+    assert "did you mean" not in str(err.value)
+    assert cr.count("u1") == before
+    # the pin tools, acting for the run's user, name it too (to the model, as the tool's error)
+    llm = model(pin_call("Reply in French"), "Could not pin.")
+    agent = create_agent(llm, tools=make_pin_tools(cr), middleware=[ChatRecallMiddleware(cr, user_id="u1",
+                                                                                         session_id="s1")])
+    agent.invoke(user("Reply in French from now on"), context={"userid": "u1"})
+    tool_reply = [m.text for m in llm.calls[1] if isinstance(m, ToolMessage)]
+    assert tool_reply and "'userid': did you mean 'user_id'" in tool_reply[0], tool_reply
+    assert cr.pins("u1") == []
+
+
 def test_middleware_async_agent(cr: ChatRecall) -> None:
     llm = model(pin_call("Reply in French"), "D'accord.", "Postgres.")
     agent = create_agent(llm, tools=make_pin_tools(cr, "u1"),

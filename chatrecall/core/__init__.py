@@ -44,7 +44,7 @@ from ._types import (
     Turn,
     Where,
 )
-from ._validate import check_id, check_k, check_keywords, check_strategy, keywords_checked
+from ._validate import check_id, check_k, check_keywords, check_strategy, closest_name, keywords_checked
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -108,6 +108,7 @@ __all__ = [
     "check_pin_scope",
     "check_strategy",
     "classify_query",
+    "closest_name",
     "find_pin",
     "fold_key",
     "format_context",
