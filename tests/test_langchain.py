@@ -429,6 +429,52 @@ def test_a_pin_made_by_the_tool_applies_in_every_thread_real_chroma_and_model(re
     assert real_cr.pins("jo") == [] and "Always answer in metric units" not in llm.system_of(5)
 
 
+KM_ASK = "From now on, always give distances in kilometres and temperatures in Celsius."
+KM_PIN = "Always give distances in kilometres and temperatures in Celsius."
+
+
+@pytest.mark.model
+def test_the_turn_that_asked_for_a_pin_is_not_a_memory_while_the_pin_is_shown_real_chroma_and_model(
+        embedded_store: Any, st_embedder: Any) -> None:
+    # nu45 section 6: the user turn that asked for the pin came back as the top memory under the pin itself
+    engine = ChatRecall(store=embedded_store, embedder=st_embedder)
+    try:
+        llm = model("A cortado is equal parts espresso and milk; a flat white has more, silkier milk.",
+                    pin_call(KM_PIN), "Done: I'll use kilometres and Celsius from now on.",
+                    "Around 60-65 °C.", "Around 60-65 °C.")
+        agent = create_agent(llm, tools=make_pin_tools(engine, "tom"),
+                             middleware=[ChatRecallMiddleware(engine, user_id="tom")])
+        agent.invoke(user("Quick one: what's the difference between a flat white and a cortado?"),
+                     context={"session_id": "s2"})
+        agent.invoke(user(KM_ASK), context={"session_id": "s2"})
+        engine.add_many([
+            {"text": "Also, I use whole milk from Mossgiel and oat milk for vegans.", "user_id": "tom",
+             "session_id": "s2"},
+            {"text": "The cart's steam wand is on the left. It takes about 10 minutes to warm up in the morning, "
+                     "and I always give it a long purge after each milk.", "user_id": "tom", "session_id": "s2"},
+        ])
+        question = "What temperature should I steam the milk to?"
+        out = agent.invoke(user(question), context={"session_id": "s3"})["chatrecall"]
+        assert [p["text"] for p in out["pins"]] == [KM_PIN] and KM_PIN in llm.system_of(3)
+        texts = [i["text"] for i in out["items"] if i["source"] == "memory"]
+        assert texts and KM_ASK not in texts, texts  # the pin shows it once
+        assert KM_ASK not in llm.system_of(3)
+        assert any("repeat" in n and "pin" in n for n in out["notes"]), out["notes"]
+        # while the pin is active only: unpinned, the turn is a memory like any other
+        engine.unpin(engine.pins("tom")[0])
+        again = engine.retrieve(question, user_id="tom", session_id="s4", k=8)
+        assert KM_ASK in [i.text for i in again.memories], again.explain()
+        # a turn that holds the pin among much else is still returned
+        engine.pin(KM_PIN, user_id="tom")
+        engine.add(f"{KM_ASK} Also my steam wand needs about 10 minutes to warm up, the pitcher is 600 ml and "
+                   "I steam oat milk a little cooler.", user_id="tom", session_id="s5")
+        last = engine.retrieve(question, user_id="tom", session_id="s6", k=8)
+        assert any(i.text.startswith(KM_ASK + " Also") for i in last.memories), last.explain()
+        assert KM_ASK not in [i.text for i in last.memories]
+    finally:
+        engine.close()
+
+
 def test_pin_tools_made_for_one_user_refuse_a_run_for_another(cr: ChatRecall) -> None:
     llm = model(pin_call("Always answer in metric units"), "Sorry.")
     agent = create_agent(llm, tools=make_pin_tools(cr, "u1"), middleware=[ChatRecallMiddleware(cr)])

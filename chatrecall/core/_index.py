@@ -316,6 +316,23 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def _plain_words(text: str) -> list[str]:
+    """The words of ``text``, casefolded, in order (no stopwords dropped, no stemming)."""
+    return [w.casefold().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def repeats(text: str, pin: str) -> bool:
+    """Whether ``text`` repeats ``pin``: it holds the pin's words verbatim, in order (case and punctuation
+    aside), and they are most of it ("From now on, always give distances in kilometres." for the pin "Always give
+    distances in kilometres"). A turn that says much else besides ("Answer in metric. Also my van is a 2015 VW
+    Transporter and needs new tyres.") does not: it is kept for the rest."""
+    t, p = _plain_words(text), _plain_words(pin)
+    n = len(p)
+    if not n or 2 * n <= len(t):
+        return False
+    return any(t[i:i + n] == p for i in range(len(t) - n + 1))
+
+
 def _answer_type_terms() -> dict[str, float]:
     text = resources.files("chatrecall").joinpath("data/answer_type_words.txt").read_text(encoding="utf-8")
     words = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -996,6 +1013,21 @@ class UserIndex:
             arr = (np.asarray(lst[0], dtype=np.int64), np.asarray(lst[1], dtype=np.float32))
             self._post_np[term] = arr
         return arr
+
+    def repeating(self, pins: Iterable[str]) -> np.ndarray:
+        """Sorted positions of the turns that :func:`repeat <repeats>` one of ``pins``: only the turns holding
+        every index term of a pin are read (the intersection of its posting lists), not every memory."""
+        found: set[int] = set()
+        for pin in pins:
+            posts = [self._postings(t) for t in set(tokenize(pin))]
+            if not posts or any(p is None for p in posts):
+                continue  # a pin of stopwords only, or a term no turn holds: no turn repeats it
+            docs = sorted((p[0] for p in posts if p is not None), key=len)
+            both = docs[0]
+            for d in docs[1:]:
+                both = np.intersect1d(both, d, assume_unique=True)
+            found.update(q for q in both.tolist() if q < len(self.records) and repeats(self.records[q].text, pin))
+        return np.asarray(sorted(found), dtype=np.int64)
 
     def bm25(self, query: str) -> np.ndarray:
         """Okapi BM25 score of every position for ``query`` (0 where no term matches)."""
