@@ -475,6 +475,40 @@ def test_the_turn_that_asked_for_a_pin_is_not_a_memory_while_the_pin_is_shown_re
         engine.close()
 
 
+@pytest.mark.model
+def test_a_reply_that_only_hands_over_is_not_returned_as_a_memory_real_chroma_and_model(
+        embedded_store: Any, st_embedder: Any) -> None:
+    # nu45 section 5: "Here you go." took the share of the question before it and came first, above the fact
+    engine = ChatRecall(store=embedded_store, embedder=st_embedder)
+    try:
+        fillers = ["Here you go.", "Here's what I have.", "Sure, here you go!"]
+        llm = model("Sounds like a good split.", "Nice, that's a great grinder.", "Good luck with the permit!",
+                    *fillers, "Aiko.")
+        agent = create_agent(llm, middleware=[ChatRecallMiddleware(engine, user_id="tom")])
+        for message, session in (("My partner Aiko handles the bookings and the Instagram.", "s1"),
+                                 ("I use a Eureka Mignon Specialita grinder on the cart.", "s1"),
+                                 ("The council permit for the cart runs out in June.", "s1"),
+                                 ("What's my partner's name?", "s2"),
+                                 ("Which grinder do I use?", "s2"),
+                                 ("Who handles the bookings?", "s2")):
+            agent.invoke(user(message), context={"session_id": session})
+        out = agent.invoke(user("what's my partner called?"), context={"session_id": "s3"})["chatrecall"]
+        memories = [i["text"] for i in out["items"] if i["source"] == "memory"]
+        assert memories and not set(fillers) & set(memories), memories
+        assert "My partner Aiko handles the bookings and the Instagram." in memories[:2], memories
+        grinder = engine.retrieve("Which grinder am I bringing?", user_id="tom", session_id="s4", k=8)
+        assert grinder.memories and not set(fillers) & {i.text for i in grinder.memories}, grinder.explain()
+        assert grinder.memories[0].text.startswith("I use a Eureka"), grinder.explain()
+        # a reply with content is returned as before
+        engine.add_many([{"text": "What's my van's registration?", "user_id": "tom", "session_id": "s5"},
+                         {"text": "Here you go: SK19 XYZ.", "user_id": "tom", "session_id": "s5",
+                          "role": "assistant"}])
+        van = engine.retrieve("what's the van's registration again?", user_id="tom", session_id="s6")
+        assert "Here you go: SK19 XYZ." in [i.text for i in van.memories], van.explain()
+    finally:
+        engine.close()
+
+
 def test_pin_tools_made_for_one_user_refuse_a_run_for_another(cr: ChatRecall) -> None:
     llm = model(pin_call("Always answer in metric units"), "Sorry.")
     agent = create_agent(llm, tools=make_pin_tools(cr, "u1"), middleware=[ChatRecallMiddleware(cr)])

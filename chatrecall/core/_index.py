@@ -107,6 +107,22 @@ def _is_non_answer(text: str, role: str) -> bool:
             and len(t.split()) <= 40)
 
 
+#: Words of a reply that only hands something over ("Here you go.", "Here's what I have."):
+#: ``chatrecall/data/handover_words.txt``.
+_HANDOVER = _word_file("handover_words.txt")
+
+
+def _is_handover(text: str, role: str) -> bool:
+    """A reply (not the user's turn) that only hands something over: a hand-over word ("here", "here's", "go")
+    and otherwise only stopwords, acknowledgement and yes / no words ("Sure, here you go!"). "Here you go: SK19
+    XYZ." has content and is not one."""
+    if role == "user":
+        return False
+    words = _WORD.findall(text.casefold().replace("\u2019", "'"))
+    return any(w in _HANDOVER for w in words) and all(
+        w in _HANDOVER or w in _STOP or w in _ACK or w in _YES_NO for w in words)
+
+
 #: A turn that disputes the chatbot's reply before it ("that's wrong, it's Thursday", "I said Tuesday, not Monday",
 #: "sorry, I meant the green one"): the user has just said the reply is wrong (see :meth:`UserIndex.disputed`).
 _DISPUTE = re.compile(
@@ -477,7 +493,8 @@ class UserIndex:
         return self._change[np.asarray(positions, dtype=np.int64)]
 
     def non_answers(self, positions: np.ndarray) -> np.ndarray:
-        """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...")."""
+        """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...") or only
+        hands something over ("Here you go.")."""
         return self._noans[np.asarray(positions, dtype=np.int64)]
 
     def disputed(self, positions: np.ndarray) -> np.ndarray:
@@ -575,7 +592,7 @@ class UserIndex:
             self._error[p] = _ERROR.search(rec.text) is not None
             self._asks[p] = _ASKS.search(rec.text) is not None
             self._bare[p] = _bare_kind(rec.text)
-            self._noans[p] = _is_non_answer(rec.text, rec.role)
+            self._noans[p] = _is_non_answer(rec.text, rec.role) or _is_handover(rec.text, rec.role)
             self._states[p] = _states_own(rec.text)
             self._change[p] = _states_change(rec.text)
             self._dispute[p] = _dispute_kind(rec.text, rec.role)
