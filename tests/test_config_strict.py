@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import os
 import pydoc
+import re
 import socket
 import sys
 import time
@@ -196,6 +197,23 @@ def test_connect_refuses_unknown_and_conflicting_arguments(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match="warm='no'"):
         chatrecall.connect(path=tmp_path / "z", warm="no")  # type: ignore[arg-type]
     assert not (tmp_path / "z").exists()
+
+
+def test_connect_to_a_file_path_fails_at_once_naming_it_and_that_it_must_be_a_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # nu45 bad 7c: connect(path="/etc/hostname") raised StoreError "open failed: FileExistsError"
+    pytest.importorskip("chromadb")
+    afile = tmp_path / "hostname"
+    afile.write_text("box\n")
+    for path, server_process in ((afile, False), (afile / "sub", False), (afile, True)):
+        with pytest.raises(ConfigError, match=rf"path={re.escape(repr(str(path)))}.*must be a directory.*"
+                                              rf"{re.escape(repr(str(afile)))} is a file"):
+            chatrecall.connect(path=path, server_process=server_process, warm=False)
+    assert afile.read_text() == "box\n" and sorted(p.name for p in tmp_path.iterdir()) == ["hostname"]
+    monkeypatch.setenv("CHATRECALL_HOME", str(afile))  # the default path under a file: named by where it came from
+    with pytest.raises(ConfigError, match=rf"CHATRECALL_HOME={re.escape(repr(str(afile)))}.*must be a directory"):
+        chatrecall.connect(warm=False)
+    assert afile.read_text() == "box\n"
 
 
 def test_connect_warms_the_gate_in_the_background(tmp_path: Path) -> None:

@@ -429,6 +429,86 @@ def test_a_pin_made_by_the_tool_applies_in_every_thread_real_chroma_and_model(re
     assert real_cr.pins("jo") == [] and "Always answer in metric units" not in llm.system_of(5)
 
 
+KM_ASK = "From now on, always give distances in kilometres and temperatures in Celsius."
+KM_PIN = "Always give distances in kilometres and temperatures in Celsius."
+
+
+@pytest.mark.model
+def test_the_turn_that_asked_for_a_pin_is_not_a_memory_while_the_pin_is_shown_real_chroma_and_model(
+        embedded_store: Any, st_embedder: Any) -> None:
+    # nu45 section 6: the user turn that asked for the pin came back as the top memory under the pin itself
+    engine = ChatRecall(store=embedded_store, embedder=st_embedder)
+    try:
+        llm = model("A cortado is equal parts espresso and milk; a flat white has more, silkier milk.",
+                    pin_call(KM_PIN), "Done: I'll use kilometres and Celsius from now on.",
+                    "Around 60-65 °C.", "Around 60-65 °C.")
+        agent = create_agent(llm, tools=make_pin_tools(engine, "tom"),
+                             middleware=[ChatRecallMiddleware(engine, user_id="tom")])
+        agent.invoke(user("Quick one: what's the difference between a flat white and a cortado?"),
+                     context={"session_id": "s2"})
+        agent.invoke(user(KM_ASK), context={"session_id": "s2"})
+        engine.add_many([
+            {"text": "Also, I use whole milk from Mossgiel and oat milk for vegans.", "user_id": "tom",
+             "session_id": "s2"},
+            {"text": "The cart's steam wand is on the left. It takes about 10 minutes to warm up in the morning, "
+                     "and I always give it a long purge after each milk.", "user_id": "tom", "session_id": "s2"},
+        ])
+        question = "What temperature should I steam the milk to?"
+        out = agent.invoke(user(question), context={"session_id": "s3"})["chatrecall"]
+        assert [p["text"] for p in out["pins"]] == [KM_PIN] and KM_PIN in llm.system_of(3)
+        texts = [i["text"] for i in out["items"] if i["source"] == "memory"]
+        assert texts and KM_ASK not in texts, texts  # the pin shows it once
+        assert KM_ASK not in llm.system_of(3)
+        assert any("repeat" in n and "pin" in n for n in out["notes"]), out["notes"]
+        # while the pin is active only: unpinned, the turn is a memory like any other
+        engine.unpin(engine.pins("tom")[0])
+        again = engine.retrieve(question, user_id="tom", session_id="s4", k=8)
+        assert KM_ASK in [i.text for i in again.memories], again.explain()
+        # a turn that holds the pin among much else is still returned
+        engine.pin(KM_PIN, user_id="tom")
+        engine.add(f"{KM_ASK} Also my steam wand needs about 10 minutes to warm up, the pitcher is 600 ml and "
+                   "I steam oat milk a little cooler.", user_id="tom", session_id="s5")
+        last = engine.retrieve(question, user_id="tom", session_id="s6", k=8)
+        assert any(i.text.startswith(KM_ASK + " Also") for i in last.memories), last.explain()
+        assert KM_ASK not in [i.text for i in last.memories]
+    finally:
+        engine.close()
+
+
+@pytest.mark.model
+def test_a_reply_that_only_hands_over_is_not_returned_as_a_memory_real_chroma_and_model(
+        embedded_store: Any, st_embedder: Any) -> None:
+    # nu45 section 5: "Here you go." took the share of the question before it and came first, above the fact
+    engine = ChatRecall(store=embedded_store, embedder=st_embedder)
+    try:
+        fillers = ["Here you go.", "Here's what I have.", "Sure, here you go!"]
+        llm = model("Sounds like a good split.", "Nice, that's a great grinder.", "Good luck with the permit!",
+                    *fillers, "Aiko.")
+        agent = create_agent(llm, middleware=[ChatRecallMiddleware(engine, user_id="tom")])
+        for message, session in (("My partner Aiko handles the bookings and the Instagram.", "s1"),
+                                 ("I use a Eureka Mignon Specialita grinder on the cart.", "s1"),
+                                 ("The council permit for the cart runs out in June.", "s1"),
+                                 ("What's my partner's name?", "s2"),
+                                 ("Which grinder do I use?", "s2"),
+                                 ("Who handles the bookings?", "s2")):
+            agent.invoke(user(message), context={"session_id": session})
+        out = agent.invoke(user("what's my partner called?"), context={"session_id": "s3"})["chatrecall"]
+        memories = [i["text"] for i in out["items"] if i["source"] == "memory"]
+        assert memories and not set(fillers) & set(memories), memories
+        assert "My partner Aiko handles the bookings and the Instagram." in memories[:2], memories
+        grinder = engine.retrieve("Which grinder am I bringing?", user_id="tom", session_id="s4", k=8)
+        assert grinder.memories and not set(fillers) & {i.text for i in grinder.memories}, grinder.explain()
+        assert grinder.memories[0].text.startswith("I use a Eureka"), grinder.explain()
+        # a reply with content is returned as before
+        engine.add_many([{"text": "What's my van's registration?", "user_id": "tom", "session_id": "s5"},
+                         {"text": "Here you go: SK19 XYZ.", "user_id": "tom", "session_id": "s5",
+                          "role": "assistant"}])
+        van = engine.retrieve("what's the van's registration again?", user_id="tom", session_id="s6")
+        assert "Here you go: SK19 XYZ." in [i.text for i in van.memories], van.explain()
+    finally:
+        engine.close()
+
+
 def test_pin_tools_made_for_one_user_refuse_a_run_for_another(cr: ChatRecall) -> None:
     llm = model(pin_call("Always answer in metric units"), "Sorry.")
     agent = create_agent(llm, tools=make_pin_tools(cr, "u1"), middleware=[ChatRecallMiddleware(cr)])
@@ -463,6 +543,48 @@ def test_middleware_without_user_or_session_raises_chatrecall_errors(cr: ChatRec
         ChatRecallMiddleware(cr, user_id="u1", k=0)
     with pytest.raises(InvalidInputError, match="user_id"):
         ChatRecallMiddleware(cr, user_id="")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_middleware_empty_message_gives_a_route_none_summary_and_stores_nothing(cr: ChatRecall, text: str) -> None:
+    # nu45 bad 2: out["chatrecall"] was None, so out["chatrecall"]["route"] raised TypeError in user code
+    llm = model("Hi!", "Did you mean to send something?", "Still nothing?")
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="s1")])
+    usual = agent.invoke(user("Hello!"))["chatrecall"]
+    before = cr.count("u1", "s1")
+    for out in (agent.invoke(user(text)), asyncio.run(agent.ainvoke(user(text)))):
+        state = out["chatrecall"]
+        assert state is not None and set(state) == set(usual) - {"stored"}, state
+        assert state["route"] == "none" and state["gate_route"] == "none" and state["items"] == [], state
+        assert state["context"] == "" and state["message"] == text, state
+        assert any("no text" in n and "nothing searched" in n for n in state["notes"]), state["notes"]
+    assert cr.count("u1", "s1") == before  # nothing stored
+    assert [m.type for m in llm.calls[-1]] == ["human"]  # the model is still called, nothing injected
+
+
+def test_middleware_misspelt_context_key_is_named_with_the_key_it_means(cr: ChatRecall) -> None:
+    # nu45 bad 5b: context={"userid": ...} said "has no user_id" without pointing at the misspelt key
+    agent = create_agent(model("a", "b", "c", "d"), middleware=[ChatRecallMiddleware(cr)])
+    before = cr.count("u1")
+    for ctx, wrong in (({"userid": "u1", "session_id": "s1"}, "userid"), ({"user": "u1"}, "user"),
+                       ({"usr_id": "u1"}, "usr_id")):
+        with pytest.raises(InvalidInputError, match=f"{wrong!r}.*did you mean 'user_id'"):
+            agent.invoke(user("hello"), context=ctx)
+    with pytest.raises(InvalidInputError, match="'sesion_id'.*did you mean 'session_id'"):
+        agent.invoke(user("hello"), context={"user_id": "u1", "sesion_id": "s1"})
+    # a key that is not near one of ours is not taken for one
+    with pytest.raises(InvalidInputError, match="has no user_id") as err:
+        agent.invoke(user("hello"), context={"org_id": "acme"})
+    assert "did you mean" not in str(err.value)
+    assert cr.count("u1") == before
+    # the pin tools, acting for the run's user, name it too (to the model, as the tool's error)
+    llm = model(pin_call("Reply in French"), "Could not pin.")
+    agent = create_agent(llm, tools=make_pin_tools(cr), middleware=[ChatRecallMiddleware(cr, user_id="u1",
+                                                                                         session_id="s1")])
+    agent.invoke(user("Reply in French from now on"), context={"userid": "u1"})
+    tool_reply = [m.text for m in llm.calls[1] if isinstance(m, ToolMessage)]
+    assert tool_reply and "'userid': did you mean 'user_id'" in tool_reply[0], tool_reply
+    assert cr.pins("u1") == []
 
 
 def test_middleware_async_agent(cr: ChatRecall) -> None:

@@ -35,11 +35,11 @@ def test_top_level_all_is_curated_and_importable() -> None:
 #: Names the adapters and the MCP server import from ``chatrecall.core`` (never its private modules;
 #: see tests/test_layering.py). Removing one from ``chatrecall.core.__all__`` breaks an adapter.
 ADAPTER_NEEDS = {
-    "Batch", "Candidate", "ChatRecall", "ChatRecallError", "ConfigError", "Embedder", "InvalidInputError",
+    "Batch", "Candidate", "ChatRecall", "ChatRecallError", "ConfigError", "Embedder", "GateDecision", "InvalidInputError",
     "NotFoundError", "Pin", "PinCommand", "PinCommandResult", "Record", "RegexEntityExtractor", "RetrievalResult",
     "Scalar", "ScoredItem", "StoreError", "StoreHit", "StoreUnavailableError", "Strategy", "Turn", "Where",
     "apply_pin_command", "check_id", "check_k", "check_keywords", "check_pin_scope", "check_strategy", "check_text",
-    "format_context", "keywords_checked", "parse_pin_command", "rerank",
+    "closest_name", "budget_for", "format_context", "keywords_checked", "parse_pin_command", "rerank",
 }
 
 

@@ -85,6 +85,34 @@ def default_path() -> Path:
     return data_dir("chroma")
 
 
+def _check_store_dir(path: Path, *, given: bool) -> None:
+    """Refuse a store path that is a file, or lies under one, before anything is opened or created.
+
+    Raises:
+        ConfigError: naming the path, the file in the way and where the path came from.
+    """
+    for blocker in (path, *path.parents):
+        try:
+            if not blocker.exists():
+                continue
+            if blocker.is_dir():
+                return
+        except OSError:  # not ours to judge (no permission to look): opening the store reports it
+            return
+        break
+    else:
+        return
+    if given:
+        origin, fix = f"path={str(path)!r}", "pass the path of a directory (created if missing)"
+    else:
+        home = os.environ.get("CHATRECALL_HOME")
+        origin = (f"the default store {str(path)!r} (from CHATRECALL_HOME={home!r})" if home
+                  else f"the default store {str(path)!r}")
+        fix = "set CHATRECALL_HOME to a directory or pass connect(path=...) with one"
+    raise ConfigError(f"{origin} is invalid: the embedded store must be a directory, and {str(blocker)!r} is a "
+                      f"file; {fix}. Nothing was opened or changed")
+
+
 @dataclass(frozen=True, slots=True)
 class _Filter:
     """A :data:`Where` compiled for Chroma.
@@ -594,6 +622,7 @@ class ChromaStore:
             self._parse_url(url)  # the server is contacted lazily: it may come up later
         elif client is None:
             self.path = Path(path).expanduser() if path is not None else default_path()
+            _check_store_dir(self.path, given=path is not None)
             if server_process:
                 self._child = _ChildServer(self.path).start()
                 weakref.finalize(self, self._child.stop)  # a store never closed still stops its server

@@ -74,6 +74,7 @@ from typing_extensions import NotRequired  # noqa: E402
 from chatrecall.core import (  # noqa: E402
     ChatRecall,
     ChatRecallError,
+    GateDecision,
     InvalidInputError,
     NotFoundError,
     PinCommand,
@@ -84,10 +85,12 @@ from chatrecall.core import (  # noqa: E402
     ScoredItem,
     Strategy,
     apply_pin_command,
+    budget_for,
     check_id,
     check_k,
     check_pin_scope,
     check_strategy,
+    closest_name,
     keywords_checked,
     parse_pin_command,
 )
@@ -584,13 +587,14 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
             conf = get_config().get("configurable") or {}
         except (ImportError, RuntimeError):
             conf = {}
-        run_user, run_session = _run_ids(getattr(runtime, "context", None), conf)
+        context = getattr(runtime, "context", None)
+        run_user, run_session = _run_ids(context, conf)
         user_id = run_user or self.user_id
         session_id = run_session or self.session_id
         if user_id is None:
             raise InvalidInputError(
-                "ChatRecallMiddleware has no user_id: pass ChatRecallMiddleware(cr, user_id=...) or "
-                "agent.invoke(..., context={'user_id': ...})"
+                f"ChatRecallMiddleware has no user_id{_misspelt_key(context, 'user_id')}: pass "
+                "ChatRecallMiddleware(cr, user_id=...) or agent.invoke(..., context={'user_id': ...})"
             )
         limits = self.engine.limits
         return check_id("user_id", user_id, limits), None if session_id is None else check_id(
@@ -598,11 +602,27 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         )
 
     # ------------------------------------------------------------------ recall
+    def _nothing_to_search(self, message: str, why: str) -> RetrievalResult:
+        """The result of a turn without text: route none, nothing injected (the same shape as any turn)."""
+        budget = self.budget_tokens if self.budget_tokens is not None else budget_for(
+            message, (), Route.NONE, self.engine.budget_config)
+        gate = GateDecision(route=Route.NONE, confidence=1.0, memory_score=0.0, corpus_score=0.0)
+        return RetrievalResult(
+            message=message, gate=gate, route=Route.NONE, strategy=None, query_type=None, items=(), recent=(),
+            pins=(), rejected=(), tokens_used=0, tokens_left=budget, timings_ms={"total": 0.0},
+            notes=(f"nothing searched: {why}; nothing injected, and nothing is stored",), context="",
+        )
+
     def _recall(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
         messages = state.get("messages") or []
         found = _latest_human(messages)
         if found is None or not found[1].strip():
-            return None
+            # no text to search with (an empty message, or no user message at all): not an error of the app,
+            # but the state key keeps its usual shape, so out["chatrecall"]["route"] reads "none" (nu45)
+            self.last_result = self._nothing_to_search(
+                "" if found is None else found[1],
+                "the conversation has no user message" if found is None else "the message has no text")
+            return result_summary(self.last_result)
         user_id, session_id = self._ids(runtime)
         result = self.engine.retrieve(
             found[1],
@@ -667,7 +687,8 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         user_id, session_id = self._ids(runtime)
         if session_id is None:
             raise InvalidInputError(
-                "ChatRecallMiddleware needs a session_id to store turns: pass session_id=..., "
+                f"ChatRecallMiddleware needs a session_id to store turns"
+                f"{_misspelt_key(getattr(runtime, 'context', None), 'session_id')}: pass session_id=..., "
                 "context={'session_id': ...} or a thread_id, or store_turns=False"
             )
         turns = [{"text": question, "user_id": user_id, "session_id": session_id, "role": "user"}]
@@ -894,6 +915,29 @@ def _run_ids(context: Any, configurable: Mapping[str, Any] | None) -> tuple[Any,
     return user, session
 
 
+#: The keys of a run's context we read; a key close to one of them is named in the error when it is missing.
+_CONTEXT_KEYS = ("user_id", "session_id")
+
+
+def _misspelt_key(context: Any, wanted: str) -> str:
+    """`` (the run's context has 'userid': did you mean 'user_id'?)`` when a key of the run's context (a mapping,
+    or an object's attributes) is a close misspelling of ``wanted``; "" otherwise."""
+    if context is None:
+        return ""
+    if isinstance(context, Mapping):
+        keys: Iterable[Any] = context.keys()
+    else:
+        try:
+            keys = vars(context).keys()
+        except TypeError:  # no __dict__ (slots, a plain value): nothing to compare
+            return ""
+    for key in keys:
+        # 0.75: "usr_id" or "sesion_id", not "org_id" or "run_id" (0.62 from "user_id")
+        if isinstance(key, str) and key not in _CONTEXT_KEYS and closest_name(key, _CONTEXT_KEYS, 0.75) == wanted:
+            return f" (the run's context has {key!r}: did you mean {wanted!r}?)"
+    return ""
+
+
 def _pin_tool_ids(engine: ChatRecall, runtime: Any, bound_user: str | None,
                   bound_session: str | None) -> tuple[str, str | None]:
     """Whose pins a pin tool call manages: the bound user, or the run's; a run for another user is refused."""
@@ -906,8 +950,9 @@ def _pin_tool_ids(engine: ChatRecall, runtime: Any, bound_user: str | None,
                 "nothing was stored; build them with make_pin_tools(cr) to act for each run's user")
         return bound_user, bound_session
     if run_user is None:
-        raise InvalidInputError("the pin tools have no user_id: pass agent.invoke(..., context={'user_id': ...}) "
-                                "or build them with make_pin_tools(cr, user_id)")
+        raise InvalidInputError(f"the pin tools have no user_id{_misspelt_key(getattr(runtime, 'context', None), 'user_id')}"
+                                ": pass agent.invoke(..., context={'user_id': ...}) or build them with "
+                                "make_pin_tools(cr, user_id)")
     limits = engine.limits
     session = bound_session if bound_session is not None else run_session
     return check_id("user_id", str(run_user), limits), None if session is None else check_id(

@@ -44,7 +44,7 @@ from ._types import (
     Turn,
     Where,
 )
-from ._validate import check_id, check_k, check_keywords, check_strategy, check_text, keywords_checked
+from ._validate import check_id, check_k, check_keywords, check_strategy, check_text, closest_name, keywords_checked
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -109,6 +109,7 @@ __all__ = [
     "check_strategy",
     "check_text",
     "classify_query",
+    "closest_name",
     "find_pin",
     "fold_key",
     "format_context",

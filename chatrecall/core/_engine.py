@@ -142,6 +142,8 @@ class _Search:
     rejected: tuple[ScoredItem, ...]
     strategy: Strategy
     query_type: QueryType
+    #: Turns left out because they repeat a pin shown with the result (``pins=`` of the search).
+    repeating_pins: int = 0
 
 
 @dataclasses.dataclass(eq=False)
@@ -848,6 +850,7 @@ class ChatRecall(_AsyncMixin):
         weights: Mapping[str, float] | None = None,
         refresh: bool = True,
         now: float | None = None,
+        pins: Sequence[str] = (),
     ) -> _Search:
         """Rank one user's memories for ``query`` (the ranking itself: :func:`rank_memories`).
 
@@ -855,7 +858,9 @@ class ChatRecall(_AsyncMixin):
         entities, the newest turns, the turns of a period the query names, and
         their conversation neighbours); see :func:`rank_memories` for the fusion.
         ``refresh=False``: the caller has just found the index fresh
-        (:meth:`_fresh_without_store`). ``now``: the reference time (default: the engine's clock).
+        (:meth:`_fresh_without_store`). ``now``: the reference time (default: the engine's clock). ``pins``: the
+        texts of the pins shown with the result; a turn that repeats one (:func:`repeats`: the request that made
+        it, "From now on, always give distances in kilometres.") is left out, as the recent window is.
         """
         now = self._clock() if now is None else now
         st = self._state(user_id)
@@ -865,6 +870,10 @@ class ChatRecall(_AsyncMixin):
             idx = st.index
             allowed = idx.session_positions(session_id) if session_id is not None and len(idx) else None
             ex = np.asarray(sorted(idx.pos[i] for i in exclude if i in idx.pos), dtype=np.int64)
+            echo = idx.repeating(pins) if pins and len(idx) else ex[:0]
+            echo = echo[~np.isin(echo, ex)]
+            if echo.size:
+                ex = np.union1d(ex, echo)
             r = rank_memories(idx, query, qvec, entities, strategy=strategy, k=k, now=now,
                               config=self.retrieval_config, allowed=allowed, exclude=ex, weights=weights)
             items: list[ScoredItem] = []
@@ -895,7 +904,7 @@ class ChatRecall(_AsyncMixin):
                                   components=comps, tokens=idx.token_count(p, self.token_counter.count),
                                   tier=tier_of(score, self.budget_config), why=why, record=rec)
                 (items if rank < k else rejected).append(item)
-        return _Search(tuple(items), tuple(rejected), r.strategy, r.query_type)
+        return _Search(tuple(items), tuple(rejected), r.strategy, r.query_type, int(echo.size))
 
     def _refresh(self, st: _UserState, user_id: str, qvec: np.ndarray) -> None:
         """Pick up memories other processes wrote, when the store can say so cheaply.
@@ -1520,6 +1529,7 @@ class ChatRecall(_AsyncMixin):
     def _run_memory_search(self, run: _Run, k: int, *, timeout_ms: float | None) -> list[ScoredItem]:
         """One memory search (on the phase-1 pool when it has a time budget); never raises."""
         exclude = frozenset(r.id for r in run.recent) | run.shown
+        pins = [p.text for p in run.pins]  # shown with the result: a turn that only repeats one is not a memory
         assert run.qvec is not None
         t = time.perf_counter()
         items: list[ScoredItem] = []
@@ -1530,10 +1540,10 @@ class ChatRecall(_AsyncMixin):
             if timeout_ms is None or fresh:
                 search = self._search_memory(run.query, run.qvec, run.entities, run.user_id,
                                              strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh,
-                                             now=run.now)
+                                             now=run.now, pins=pins)
             else:
                 fut = self._pool.submit(self._search_memory, run.query, run.qvec, run.entities, run.user_id,
-                                        strategy=run.strategy, k=k, exclude=exclude, now=run.now)
+                                        strategy=run.strategy, k=k, exclude=exclude, now=run.now, pins=pins)
                 try:
                     search = fut.result(timeout=timeout_ms / 1e3)
                 except cf.TimeoutError:
@@ -1544,6 +1554,12 @@ class ChatRecall(_AsyncMixin):
             items = list(search.items)
             run.rejected.extend(search.rejected)
             run.search = search
+            if search.repeating_pins:
+                n = search.repeating_pins
+                note = (f"{n} stored turn{'s' if n != 1 else ''} left out: {'they repeat' if n != 1 else 'it repeats'}"
+                        " a pin, which the context shows")
+                if note not in run.notes:  # the second phase finds it again
+                    run.notes.append(note)
             self.metrics.incr("searches_run.memory")
         except StoreError as exc:
             run.notes.append(f"degraded: memory store unavailable ({exc})")

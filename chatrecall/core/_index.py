@@ -107,6 +107,22 @@ def _is_non_answer(text: str, role: str) -> bool:
             and len(t.split()) <= 40)
 
 
+#: Words of a reply that only hands something over ("Here you go.", "Here's what I have."):
+#: ``chatrecall/data/handover_words.txt``.
+_HANDOVER = _word_file("handover_words.txt")
+
+
+def _is_handover(text: str, role: str) -> bool:
+    """A reply (not the user's turn) that only hands something over: a hand-over word ("here", "here's", "go")
+    and otherwise only stopwords, acknowledgement and yes / no words ("Sure, here you go!"). "Here you go: SK19
+    XYZ." has content and is not one."""
+    if role == "user":
+        return False
+    words = _WORD.findall(text.casefold().replace("\u2019", "'"))
+    return any(w in _HANDOVER for w in words) and all(
+        w in _HANDOVER or w in _STOP or w in _ACK or w in _YES_NO for w in words)
+
+
 #: A turn that disputes the chatbot's reply before it ("that's wrong, it's Thursday", "I said Tuesday, not Monday",
 #: "sorry, I meant the green one"): the user has just said the reply is wrong (see :meth:`UserIndex.disputed`).
 _DISPUTE = re.compile(
@@ -316,6 +332,23 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def _plain_words(text: str) -> list[str]:
+    """The words of ``text``, casefolded, in order (no stopwords dropped, no stemming)."""
+    return [w.casefold().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def repeats(text: str, pin: str) -> bool:
+    """Whether ``text`` repeats ``pin``: it holds the pin's words verbatim, in order (case and punctuation
+    aside), and they are most of it ("From now on, always give distances in kilometres." for the pin "Always give
+    distances in kilometres"). A turn that says much else besides ("Answer in metric. Also my van is a 2015 VW
+    Transporter and needs new tyres.") does not: it is kept for the rest."""
+    t, p = _plain_words(text), _plain_words(pin)
+    n = len(p)
+    if not n or 2 * n <= len(t):
+        return False
+    return any(t[i:i + n] == p for i in range(len(t) - n + 1))
+
+
 def _answer_type_terms() -> dict[str, float]:
     text = resources.files("chatrecall").joinpath("data/answer_type_words.txt").read_text(encoding="utf-8")
     words = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -460,7 +493,8 @@ class UserIndex:
         return self._change[np.asarray(positions, dtype=np.int64)]
 
     def non_answers(self, positions: np.ndarray) -> np.ndarray:
-        """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...")."""
+        """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...") or only
+        hands something over ("Here you go.")."""
         return self._noans[np.asarray(positions, dtype=np.int64)]
 
     def disputed(self, positions: np.ndarray) -> np.ndarray:
@@ -558,7 +592,7 @@ class UserIndex:
             self._error[p] = _ERROR.search(rec.text) is not None
             self._asks[p] = _ASKS.search(rec.text) is not None
             self._bare[p] = _bare_kind(rec.text)
-            self._noans[p] = _is_non_answer(rec.text, rec.role)
+            self._noans[p] = _is_non_answer(rec.text, rec.role) or _is_handover(rec.text, rec.role)
             self._states[p] = _states_own(rec.text)
             self._change[p] = _states_change(rec.text)
             self._dispute[p] = _dispute_kind(rec.text, rec.role)
@@ -996,6 +1030,21 @@ class UserIndex:
             arr = (np.asarray(lst[0], dtype=np.int64), np.asarray(lst[1], dtype=np.float32))
             self._post_np[term] = arr
         return arr
+
+    def repeating(self, pins: Iterable[str]) -> np.ndarray:
+        """Sorted positions of the turns that :func:`repeat <repeats>` one of ``pins``: only the turns holding
+        every index term of a pin are read (the intersection of its posting lists), not every memory."""
+        found: set[int] = set()
+        for pin in pins:
+            posts = [self._postings(t) for t in set(tokenize(pin))]
+            if not posts or any(p is None for p in posts):
+                continue  # a pin of stopwords only, or a term no turn holds: no turn repeats it
+            docs = sorted((p[0] for p in posts if p is not None), key=len)
+            both = docs[0]
+            for d in docs[1:]:
+                both = np.intersect1d(both, d, assume_unique=True)
+            found.update(q for q in both.tolist() if q < len(self.records) and repeats(self.records[q].text, pin))
+        return np.asarray(sorted(found), dtype=np.int64)
 
     def bm25(self, query: str) -> np.ndarray:
         """Okapi BM25 score of every position for ``query`` (0 where no term matches)."""

@@ -322,6 +322,15 @@ _ARGUMENT_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+def closest_name(name: str, accepted: Collection[str], cutoff: float = 0.5) -> str | None:
+    """The accepted name ``name`` most likely stands for: the one our alias table gives (``userid`` ->
+    ``user_id``), else the closest spelling (:func:`difflib.get_close_matches` at ``cutoff``); None when none is
+    near. Used for misspelt keyword arguments and misspelt keys of a run's context."""
+    alias = [a for a in _ARGUMENT_ALIASES.get(name.lower(), ()) if a in accepted and a != name][:1]
+    hint = alias or get_close_matches(name, sorted(accepted), n=1, cutoff=cutoff)
+    return hint[0] if hint else None
+
+
 def check_keywords(owner: str, given: Iterable[str], accepted: Collection[str]) -> None:
     """Refuse a keyword argument ``owner`` does not take, naming it and the closest one it takes.
 
@@ -331,9 +340,8 @@ def check_keywords(owner: str, given: Iterable[str], accepted: Collection[str]) 
     """
     for name in given:
         if name not in accepted:
-            alias = [a for a in _ARGUMENT_ALIASES.get(name.lower(), ()) if a in accepted and a != name][:1]
-            hint = alias or get_close_matches(name, sorted(accepted), n=1, cutoff=0.5)
-            also = f" (did you mean {hint[0]!r}?)" if hint else ""
+            hint = closest_name(name, accepted)
+            also = f" (did you mean {hint!r}?)" if hint else ""
             raise InvalidArgumentError(f"{name!r} is not an argument of {owner}{also}; it takes "
                                        f"{', '.join(sorted(accepted))}")
 
