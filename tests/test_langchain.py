@@ -164,8 +164,11 @@ def test_retriever_retrieve_mode_is_gated_and_includes_corpus(cr: ChatRecall) ->
     assert docs[0].metadata["route"] == "memory" and docs[0].metadata["reasons"]
     cr.add_documents([{"text": "The refund policy allows returns within 30 days of purchase.", "title": "Refunds"}])
     docs = retriever.invoke("According to the docs, what is the refund policy?")
-    assert docs and docs[0].metadata["source"] == "corpus" and docs[0].metadata["title"] == "Refunds"
-    assert docs[0].metadata["route"] in ("corpus", "both")
+    # the passage is among the documents (on the hash embedder the title, searched since stop 43's T1, moves it
+    # under two memories; what this test checks is that retrieve mode brings the corpus)
+    passages = [d for d in docs if d.metadata["source"] == "corpus"]
+    assert passages and passages[0].metadata["title"] == "Refunds"
+    assert passages[0].metadata["route"] in ("corpus", "both")
 
 
 def test_retriever_async_matches_sync(cr: ChatRecall) -> None:
