@@ -195,7 +195,11 @@ def test_the_final_session_finds_the_documents_it_needs(bakery: Any) -> None:
         if question in ANSWERED_BY:
             assert any(ANSWERED_BY[question] in t for t in passages), res.explain()
             assert [i for i in res.items if i.source == "memory"], res.explain()
-        if question == "and how many tiers is it now?":  # a follow-up to a memory answer stays a memory turn
-            assert res.route.value == "memory" and not passages, res.explain()
+        if question == "and how many tiers is it now?":  # a follow-up to a memory answer: the memories answer it
+            # Until stop 43 no passage came either. Since T1 (a document's title is searched) the order form, titled
+            # "Wedding cake order form - Helen Okafor", is a strong passage (0.40) for it and comes after them.
+            memories = [i for i in res.items if i.source == "memory"]
+            assert res.items[0].source == "memory" and any("four tiers" in i.text for i in memories), res.explain()
+            assert all(i.source == "memory" for i in res.items[:len(memories)]), res.explain()
         if question == "and what's the pitch fee there?":
             assert "continues a turn the documents answered: the documents too" in res.notes, res.notes
