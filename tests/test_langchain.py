@@ -17,6 +17,7 @@ pytest.importorskip("langchain_core")
 pytest.importorskip("langchain.agents")
 pytest.importorskip("langchain_classic")
 
+from _stores import DownStore  # noqa: E402
 from langchain.agents import create_agent  # noqa: E402
 from langchain_classic.chains import ConversationChain  # noqa: E402
 from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
@@ -599,6 +600,56 @@ def test_middleware_async_agent(cr: ChatRecall) -> None:
     assert "Reply in French" in llm.system_of(2) and "We use Postgres for the billing service" in llm.system_of(2)
     assert out["chatrecall"]["route"] == "memory"
     assert cr.count("u1", "s1") == 4
+
+
+@pytest.fixture
+def down_cr() -> tuple[DownStore, ChatRecall]:
+    """A fake engine over the in-memory store acting as a server that can go down (seeded while up)."""
+    store = DownStore()
+    engine = fake_engine(store=store)
+    seed(engine)
+    return store, engine
+
+
+def test_middleware_turn_returns_the_answer_while_the_store_is_down(
+        down_cr: tuple[DownStore, ChatRecall], caplog: pytest.LogCaptureFixture) -> None:
+    # nu45 8b: after_agent's store raised StoreUnavailableError out of agent.invoke, losing the paid-for answer
+    store, cr = down_cr
+    mw = ChatRecallMiddleware(cr, user_id="u1", session_id="s1")
+    agent = create_agent(model("Postgres.", "Svelte.", "Helm."), middleware=[mw])
+    cr.retrieve(BILLING_Q, user_id="u1", session_id="s1")  # u1's index is cached
+    store.down = True
+    with caplog.at_level("WARNING", logger="chatrecall"):
+        out = agent.invoke(user(BILLING_Q))
+    assert out["messages"][-1].text == "Postgres."
+    state = out["chatrecall"]
+    assert state["pending"] == 2 and len(state["stored"]) == 2
+    assert any(n.startswith("degraded") and "2 turns" in n for n in state["notes"]), state["notes"]
+    assert any("unavailable" in r.getMessage() for r in caplog.records)
+    out = asyncio.run(agent.ainvoke(user("And the frontend?")))  # aafter_agent too
+    assert out["messages"][-1].text == "Svelte." and out["chatrecall"]["pending"] == 4
+    store.down = False
+    out = agent.invoke(user("How do we deploy?"))
+    assert out["chatrecall"]["pending"] == 0 and cr.pending_turns() == 0
+    assert [r.text for r in cr.history("u1", "s1")] == [BILLING_Q, "Postgres.", "And the frontend?", "Svelte.",
+                                                        "How do we deploy?", "Helm."]
+
+
+def test_memory_and_chat_history_keep_turns_while_the_store_is_down(down_cr: tuple[DownStore, ChatRecall]) -> None:
+    store, cr = down_cr
+    cr.retrieve(BILLING_Q, user_id="u1", session_id="s1")
+    store.down = True
+    memory = ChatRecallMemory(engine=cr, user_id="u1", session_id="s1")
+    memory.save_context({"input": "We also use Redis"}, {"response": "Noted, Redis."})
+    history = ChatRecallChatMessageHistory(cr, user_id="u1", session_id="s1")
+    history.add_messages([HumanMessage("And Kafka for events"), AIMessage("Kafka, noted.")])
+    asyncio.run(history.aadd_messages([HumanMessage("async one")]))
+    assert cr.pending_turns("u1") == 5
+    store.down = False
+    assert [m.text for m in history.messages] == ["We also use Redis", "Noted, Redis.", "And Kafka for events",
+                                                  "Kafka, noted.", "async one"]
+    memory.load_memory_variables({"input": "which queue do we use?"})  # a retrieve: written now
+    assert cr.pending_turns("u1") == 0 and cr.count("u1", "s1") == 5
 
 
 def test_middleware_does_not_store_pin_commands(cr: ChatRecall) -> None:

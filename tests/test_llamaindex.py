@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
+from _stores import DownStore  # noqa: E402
 from llama_index.core import VectorStoreIndex  # noqa: E402
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent  # noqa: E402
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, SimpleChatEngine  # noqa: E402
@@ -502,6 +503,32 @@ def test_memory_real_chroma_and_model(real_cr: ChatRecall) -> None:
     chat.chat("Do you remember what my sister is planning?")
     system = system_text(llm.last_chat_messages)
     assert MARIE in system and PIN in system and BOB not in system
+
+
+def test_chat_turn_keeps_its_messages_while_the_store_is_down(clock: ManualClock,
+                                                              closing: Callable[[Any], Any]) -> None:
+    # the chat engine puts the user's message before calling the LLM: it raised StoreUnavailableError there
+    store = DownStore()
+    cr = closing(ChatRecall(store=store, embedder=HashEmbedder(), clock=clock))
+    _seed(cr, clock.t)
+    memory = _memory(cr, "trip")
+    chat = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)  # MockLLM echoes: distinct replies
+    chat.chat("We fly to Lisbon on the 14th of March.")
+    store.down = True
+    clock.advance(60)
+    assert "Memmo Alfama" in str(chat.chat("The hotel is the Memmo Alfama."))
+    assert cr.pending_turns("alice") == 2
+    assert memory.last_result is not None and memory.last_result.degraded
+    block = ChatRecallMemoryBlock(engine=cr, user_id="alice", session_id="trip")
+    asyncio.run(block._aput([ChatMessage(role="user", content="Block message during the outage.")]))
+    assert cr.pending_turns("alice") == 3
+    store.down = False
+    clock.advance(60)
+    chat.chat("Which hotel did I book?")
+    assert cr.pending_turns("alice") == 0
+    users = [r.text for r in cr.history("alice", "trip") if r.role == "user"]
+    assert users == ["We fly to Lisbon on the 14th of March.", "The hotel is the Memmo Alfama.",
+                     "Block message during the outage.", "Which hotel did I book?"]
 
 
 # ====================================================================== memory block for Memory

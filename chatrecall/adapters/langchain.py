@@ -446,7 +446,7 @@ class ChatRecallMemory(BaseMemory):
         turns = [{"text": text, "user_id": self.user_id, "session_id": self.session_id, "role": "user"}]
         if answer.strip():
             turns.append({"text": answer, "user_id": self.user_id, "session_id": self.session_id, "role": "assistant"})
-        self.engine.add_many(turns)
+        self.engine.add_many(turns, defer_if_unavailable=True)  # the answer exists: a store outage must not lose it
 
     def clear(self) -> None:
         """Forget this session's turns and session pins (global pins stay)."""
@@ -487,7 +487,7 @@ class ChatRecallChatMessageHistory(BaseChatMessageHistory):
         if isinstance(messages, BaseMessage):
             messages = [messages]
         turns = [message_to_turn(m, user_id=self.user_id, session_id=self.session_id) for m in messages]
-        self.engine.add_many([t for t in turns if t is not None])
+        self.engine.add_many([t for t in turns if t is not None], defer_if_unavailable=True)
 
     def clear(self) -> None:
         """Forget the session's turns (and its session pins)."""
@@ -503,7 +503,7 @@ class ChatRecallChatMessageHistory(BaseChatMessageHistory):
         if isinstance(messages, BaseMessage):
             messages = [messages]
         turns = [message_to_turn(m, user_id=self.user_id, session_id=self.session_id) for m in messages]
-        await self.engine.aadd_many([t for t in turns if t is not None])
+        await self.engine.aadd_many([t for t in turns if t is not None], defer_if_unavailable=True)
 
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
@@ -538,6 +538,10 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
       turns are still kept out of the memories found.
     * ``after_agent``: stores the human message and the final answer as turns
       (pin commands such as ``/pin ...`` search nothing and are not stored).
+      When the store is unavailable the run still returns the answer: the
+      turns are kept in the process and written at a later turn
+      (``ChatRecall.add_many(..., defer_if_unavailable=True)``); the state's
+      ``pending`` counts them and a ``degraded`` note says so.
 
     ``user_id`` / ``session_id`` are read per run from the runtime context
     (``agent.invoke(..., context={"user_id": "u1", "session_id": "s1"})``, a
@@ -694,9 +698,17 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         turns = [{"text": question, "user_id": user_id, "session_id": session_id, "role": "user"}]
         if answer is not None:
             turns.append({"text": answer, "user_id": user_id, "session_id": session_id, "role": "assistant"})
-        ids = self.engine.add_many(turns)
+        # The model has answered: a store outage keeps the turns in the process (written at a later turn)
+        # instead of failing the run and losing the answer.
+        ids = self.engine.add_many(turns, defer_if_unavailable=True)
+        pending = self.engine.pending_turns(user_id)
         summary = dict(state.get("chatrecall") or {})
         summary["stored"] = ids
+        summary["pending"] = pending
+        if pending:
+            summary["notes"] = [*summary.get("notes", ()),
+                                f"degraded: store unavailable: {pending} turns kept in this process wait to be "
+                                "written at a later turn (lost if the process exits first)"]
         return {"chatrecall": summary}
 
     def after_agent(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:

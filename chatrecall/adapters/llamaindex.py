@@ -425,7 +425,7 @@ class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
             session = self.session_id or m.additional_kwargs.get("session_id") or "default"
             turns.append(Turn(text=text, user_id=self.user_id, session_id=str(session), role=role))
         if turns:
-            await self.engine.aadd_many(turns)
+            await self.engine.aadd_many(turns, defer_if_unavailable=True)  # kept in the process if the store is down
 
 
 # ====================================================================== BaseMemory (chat engines, agents)
@@ -576,7 +576,9 @@ class ChatRecallMemory(BaseMemory):
         role = _role(message)
         if role not in self.store_roles or not text.strip():
             return None
-        return self.engine.add(text, user_id=self.user_id, session_id=self.session_id, role=role)
+        # a chat engine puts the user's message before calling the LLM: a store outage must not fail the turn
+        return self.engine.add(text, user_id=self.user_id, session_id=self.session_id, role=role,
+                               defer_if_unavailable=True)
 
     def _defers(self, message: ChatMessage) -> bool:
         """Whether ``put`` leaves storing ``message`` to the recall for it: a user message a recalling memory

@@ -128,17 +128,19 @@ class _AsyncMixin:
         role: str = "user",
         timestamp: float | Any = None,
         metadata: Mapping[str, Any] | None = None,
+        defer_if_unavailable: bool = False,
     ) -> str:
         """Async :meth:`ChatRecall.add`: store one turn, return its id."""
         return await self._arun(self._sync().add, text, user_id=user_id, session_id=session_id, role=role,
-                                timestamp=timestamp, metadata=metadata)
+                                timestamp=timestamp, metadata=metadata, defer_if_unavailable=defer_if_unavailable)
 
     @keywords_checked
-    async def aadd_many(self, turns: Iterable[Turn | Mapping[str, Any]]) -> list[str]:
+    async def aadd_many(self, turns: Iterable[Turn | Mapping[str, Any]], *,
+                        defer_if_unavailable: bool = False) -> list[str]:
         """Async :meth:`ChatRecall.add_many`: store many turns in one embedding batch."""
         if not isinstance(turns, (str, bytes, Mapping, Sequence)) and isinstance(turns, Iterable):
             turns = list(turns)  # a generator is consumed here, not in a worker thread
-        return await self._arun(self._sync().add_many, turns)
+        return await self._arun(self._sync().add_many, turns, defer_if_unavailable=defer_if_unavailable)
 
     @keywords_checked
     async def aadd_documents(

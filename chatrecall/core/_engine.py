@@ -8,10 +8,11 @@ import dataclasses
 import functools
 import hashlib
 import itertools
+import logging
 import threading
 import time
 import warnings
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -89,6 +90,9 @@ _FRESH_MIN_PROBES = 3
 _RESYNC_S = 1.0
 
 
+_log = logging.getLogger("chatrecall")
+
+
 def _hash_id(*parts: str) -> str:
     h = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return h[:32]
@@ -110,6 +114,17 @@ class _UserState:
     #: Shared store: memories-collection count at this user's last resync (None: never), and its time.
     seen_total: int | None = None
     resynced_at: float = float("-inf")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class _Pending:
+    """A turn kept in the process because the store was unavailable (``add(..., defer_if_unavailable=True)``):
+    written as built, so a retry stores the same record under the same id."""
+
+    record: Record  # as the index keeps it
+    stored: Record  # as the store keeps it (sentence vectors in its metadata)
+    vector: np.ndarray
+    parts: np.ndarray | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -261,6 +276,11 @@ class ChatRecall(_AsyncMixin):
             when usearch is installed). None: a built-in sign-bit shortlist.
     """
 
+    #: Most turns per user kept in the process while the store is unavailable (``add(...,
+    #: defer_if_unavailable=True)``); past it the oldest are dropped, counted in ``stats()`` as
+    #: ``pending_dropped`` and logged as a warning.
+    MAX_PENDING_TURNS = 256
+
     @keywords_checked
     def __init__(
         self,
@@ -329,6 +349,10 @@ class ChatRecall(_AsyncMixin):
         self._sync_interval = sync_interval_s
         self._users: OrderedDict[str, _UserState] = OrderedDict()
         self._users_lock = threading.Lock()
+        #: Turns the store could not take (``defer_if_unavailable``), per user, oldest first; the lock guards the
+        #: dict and its queues (no I/O under it). Written under the user's own lock (:meth:`_write_pending`).
+        self._pending: dict[str, deque[_Pending]] = {}
+        self._pending_lock = threading.Lock()
         self._closed = False
         #: A store this engine opened for its caller (``chatrecall.connect``), closed by :meth:`close`; a store
         #: passed in belongs to the caller, who closes it.
@@ -354,6 +378,7 @@ class ChatRecall(_AsyncMixin):
             fresh = _UserState(UserIndex(self.embedder.dim, ann=self.vector_index))
             with fresh.lock:
                 self._load(user_id, fresh)
+                self._index_pending(user_id, fresh)  # turns kept while the store was down are served too
                 with self._users_lock:
                     st = self._users.setdefault(user_id, fresh)
                     while len(self._users) > self._max_users:
@@ -388,7 +413,7 @@ class ChatRecall(_AsyncMixin):
         else:
             batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id}, include_embeddings=not warm)
             listed = [r.id for r in batch.records]
-        stored = set(listed)
+        stored = set(listed) | self._pending_ids(user_id)  # a turn waiting to be written is not gone
         gone = [rid for rid in st.index.pos if rid not in stored]
         if gone:
             st.index.remove(gone)
@@ -431,6 +456,7 @@ class ChatRecall(_AsyncMixin):
         role: str = "user",
         timestamp: float | Any = None,
         metadata: Mapping[str, Any] | None = None,
+        defer_if_unavailable: bool = False,
     ) -> str:
         """Store one conversation turn; returns its stable id.
 
@@ -438,24 +464,55 @@ class ChatRecall(_AsyncMixin):
         text in the same session again returns the existing id and stores
         nothing.
 
+        Args:
+            defer_if_unavailable: When the store cannot be reached, keep the
+                turn in this process instead of raising (see :meth:`add_many`).
+
         Raises:
             InvalidInputError: A value is empty, of the wrong type or too long.
-            StoreError: The store failed; nothing was added to the index.
+            StoreError: The store failed; nothing was added to the index
+                (``StoreUnavailableError`` not with ``defer_if_unavailable``).
         """
         return self.add_many(
             [Turn(text=text, user_id=user_id, session_id=session_id, role=role,
-                  timestamp=timestamp, metadata=metadata)]  # type: ignore[arg-type]
+                  timestamp=timestamp, metadata=metadata)],  # type: ignore[arg-type]
+            defer_if_unavailable=defer_if_unavailable,
         )[0]
 
     @_open_only
     @keywords_checked
-    def add_many(self, turns: Iterable[Turn | Mapping[str, Any]]) -> list[str]:
+    def add_many(self, turns: Iterable[Turn | Mapping[str, Any]], *, defer_if_unavailable: bool = False) -> list[str]:
         """Store many turns in one embedding batch; returns ids in input order.
 
-        Every turn is validated before anything is written.
+        Every turn is validated before anything is written. Turns kept from an
+        earlier outage (``defer_if_unavailable``) are written first, in order.
+
+        Args:
+            turns: :class:`Turn` objects or mappings (``content`` is accepted
+                for ``text``).
+            defer_if_unavailable: For a caller that must not fail once its
+                answer exists (a chat turn's store step, as the LangChain
+                middleware and the LlamaIndex memory do): when the store raises
+                :class:`StoreUnavailableError`, the turns are kept in this
+                process instead, at most :attr:`MAX_PENDING_TURNS` per user
+                (the oldest dropped past it), served by ``retrieve``,
+                ``search`` and ``recent`` from the cached index, and written,
+                in order and under the same ids, before the next write or
+                ``retrieve`` for the user that reaches the store (or by
+                :meth:`close`). A process that exits first loses them.
+                :meth:`pending_turns` says how many wait; a warning is logged
+                (logger ``chatrecall``). Other store errors still raise.
+
+        Raises:
+            InvalidInputError: A turn or ``defer_if_unavailable`` is invalid.
+            StoreError: The store failed; nothing was added to the index
+                (``StoreUnavailableError`` not with ``defer_if_unavailable``).
         """
         if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
             raise InvalidInputError(f"turns must be an iterable of turns, got {type(turns).__name__}")
+        if not isinstance(defer_if_unavailable, bool):
+            raise InvalidInputError(
+                f"defer_if_unavailable={defer_if_unavailable!r} is invalid: must be True or False")
         checked = [self._make_turn(t) for t in turns]
         if not checked:
             return []
@@ -465,7 +522,13 @@ class ChatRecall(_AsyncMixin):
         for i, t in enumerate(checked):
             by_user.setdefault(t.user_id, []).append(i)
         for user_id, rows in by_user.items():
-            st = self._state(user_id)
+            try:
+                st = self._state(user_id)
+            except StoreUnavailableError as exc:  # an uncached user: its index cannot be loaded
+                if not defer_if_unavailable:
+                    raise
+                self._defer_uncached(user_id, [(ids[i], checked[i]) for i in rows], now, exc)
+                continue
             with st.lock:
                 seen: set[str] = set()
                 todo = []
@@ -475,34 +538,191 @@ class ChatRecall(_AsyncMixin):
                     seen.add(ids[i])
                     todo.append(i)
                 if not todo:
+                    # already indexed (perhaps waiting to be written): a plain call returns once it is stored
+                    if self._has_pending(user_id):
+                        try:
+                            with self._snapshots.writing(user_id):
+                                self._write_pending(user_id, st)
+                        except StoreUnavailableError:
+                            if not defer_if_unavailable:
+                                raise
                     continue
-                seq_next: dict[str, int] = {}
-                records = []
-                for i in todo:
-                    t = checked[i]
-                    seq = seq_next.get(t.session_id)
-                    if seq is None:
-                        seq = len(st.index.session_positions(t.session_id))
-                    seq_next[t.session_id] = seq + 1
-                    keys = tuple(dict.fromkeys(e.key for e in self.extractor.extract(t.text)))
-                    records.append(Record(
-                        id=ids[i], text=t.text, user_id=t.user_id, session_id=t.session_id, role=t.role,
-                        timestamp=t.timestamp if t.timestamp is not None else now + seq * 1e-6,
-                        seq=seq, entities=keys, metadata=t.metadata,
-                    ))
+                sessions = {checked[i].session_id for i in todo}
+                records = self._records([(ids[i], checked[i]) for i in todo], now,
+                                        {sid: len(st.index.session_positions(sid)) for sid in sessions})
                 t0 = time.perf_counter()
                 emb, parts, stored = self._embed_memories(records)
                 t1 = time.perf_counter()
-                with self._snapshots.writing(user_id):  # other processes' snapshots of this user go stale
-                    self.store.upsert(COLLECTION_MEMORIES, stored, emb)
-                    t2 = time.perf_counter()
-                    st.index.add(records, emb, parts)
+                try:
+                    with self._snapshots.writing(user_id):  # other processes' snapshots of this user go stale
+                        self._write_pending(user_id, st)  # turns kept from an outage go first, in order
+                        self.store.upsert(COLLECTION_MEMORIES, stored, emb)
+                        t2 = time.perf_counter()
+                        st.index.add(records, emb, parts)
+                except StoreUnavailableError as exc:
+                    if not defer_if_unavailable:
+                        raise
+                    self._defer(user_id, st, records, stored, emb, parts, exc)
+                    continue
                 if st.seen_total is not None:  # our own write must not look like another process's
                     st.seen_total += len(records)
                 self.metrics.observe("latency_ms.write_embed", (t1 - t0) * 1e3)
                 self.metrics.observe("latency_ms.write_store", (t2 - t1) * 1e3)
                 self.metrics.incr("memories_stored", len(records))
         return ids
+
+    def _records(self, rows: Sequence[tuple[str, Turn]], now: float, start: Mapping[str, int]) -> list[Record]:
+        """The records of validated turns (id, turn): entity keys, each session's turns numbered on from
+        ``start[session_id]`` (0 when absent), and the engine's clock where a turn has no timestamp."""
+        records = []
+        seq_next = dict(start)
+        for rid, t in rows:
+            seq = seq_next.get(t.session_id, 0)
+            seq_next[t.session_id] = seq + 1
+            keys = tuple(dict.fromkeys(e.key for e in self.extractor.extract(t.text)))
+            records.append(Record(
+                id=rid, text=t.text, user_id=t.user_id, session_id=t.session_id, role=t.role,
+                timestamp=t.timestamp if t.timestamp is not None else now + seq * 1e-6,
+                seq=seq, entities=keys, metadata=t.metadata,
+            ))
+        return records
+
+    # ================================================================ turns waiting for the store
+    @keywords_checked
+    def pending_turns(self, user_id: str | None = None) -> int:
+        """How many turns wait in this process to be written because the store was unavailable (0 normally).
+
+        They were stored with ``defer_if_unavailable=True`` (the LangChain
+        middleware and chat history, the LlamaIndex memory); they are written
+        before the user's next write or ``retrieve`` that reaches the store,
+        and lost if the process exits first.
+
+        Args:
+            user_id: One user's count (default: every user's together).
+        """
+        if user_id is not None:
+            check_id("user_id", user_id, self.limits)
+        with self._pending_lock:
+            if user_id is None:
+                return sum(len(q) for q in self._pending.values())
+            q = self._pending.get(user_id)
+            return len(q) if q else 0
+
+    def _has_pending(self, user_id: str) -> bool:
+        return bool(self._pending) and user_id in self._pending  # no lock: a hint, checked again under it
+
+    def _pending_ids(self, user_id: str) -> set[str]:
+        if not self._has_pending(user_id):
+            return set()
+        with self._pending_lock:
+            return {p.record.id for p in self._pending.get(user_id, ())}
+
+    def _defer(self, user_id: str, st: _UserState | None, records: Sequence[Record], stored: Sequence[Record],
+               emb: np.ndarray, parts: Sequence[np.ndarray | None], exc: StoreError) -> None:
+        """Keep turns the store could not take (the caller holds the user's lock when ``st`` is given): into the
+        cached index, so they are served, and onto the user's queue, dropping the oldest past the bound."""
+        entries = [_Pending(r, s, np.asarray(emb[i], dtype=np.float32), parts[i])
+                   for i, (r, s) in enumerate(zip(records, stored))]
+        if st is not None:
+            st.index.add(records, emb, parts)
+        with self._pending_lock:
+            q = self._pending.setdefault(user_id, deque())
+            q.extend(entries)
+            dropped = [q.popleft() for _ in range(max(0, len(q) - self.MAX_PENDING_TURNS))]
+            waiting = len(q)
+        self.metrics.incr("turns_deferred", len(entries))
+        _log.warning("chatrecall: the store is unavailable (%s): %d turn(s) of user %r kept in this process, %d "
+                     "waiting; they are written, in order, at the user's next add or retrieve that reaches the "
+                     "store, and lost if the process exits first", exc, len(entries), user_id, waiting)
+        if dropped:
+            if st is not None:
+                st.index.remove([p.record.id for p in dropped])
+            self.metrics.incr("pending_dropped", len(dropped))
+            _log.warning("chatrecall: more than %d turns of user %r wait for the store: the oldest %d dropped "
+                         "(ChatRecall.MAX_PENDING_TURNS; stats() counter 'pending_dropped')",
+                         self.MAX_PENDING_TURNS, user_id, len(dropped))
+
+    def _defer_uncached(self, user_id: str, rows: Sequence[tuple[str, Turn]], now: float, exc: StoreError) -> None:
+        """Keep the turns of a user whose index could not be loaded; they join the index when it is."""
+        known = self._pending_ids(user_id)
+        with self._pending_lock:
+            counts: dict[str, int] = {}
+            for p in self._pending.get(user_id, ()):
+                counts[p.record.session_id] = counts.get(p.record.session_id, 0) + 1
+        fresh: dict[str, tuple[str, Turn]] = {}
+        for rid, t in rows:
+            if rid not in known:
+                fresh.setdefault(rid, (rid, t))
+        if not fresh:
+            return
+        # numbered after the kept turns of the session (the stored ones are unknown here, and older)
+        records = self._records(list(fresh.values()), now, counts)
+        emb, parts, stored = self._embed_memories(records)
+        self._defer(user_id, None, records, stored, emb, parts, exc)
+
+    def _index_pending(self, user_id: str, st: _UserState) -> None:
+        """Add the user's waiting turns to a freshly loaded index (the caller holds its lock). A turn kept while the
+        index could not be loaded that the store already holds (the same text in the same session, stored before)
+        is not written again: that would move the stored turn to the time it was repeated."""
+        if not self._has_pending(user_id):
+            return
+        with self._pending_lock:
+            q = self._pending.get(user_id, deque())
+            todo = [p for p in q if p.record.id not in st.index]
+            if len(todo) < len(q):
+                if todo:
+                    self._pending[user_id] = deque(todo)
+                else:
+                    self._pending.pop(user_id, None)
+        if todo:
+            st.index.add([p.record for p in todo], np.stack([p.vector for p in todo]), [p.parts for p in todo])
+
+    def _write_pending(self, user_id: str, st: _UserState) -> int:
+        """Write the user's waiting turns, oldest first, in one store call; returns how many.
+
+        The caller holds the user's lock inside ``self._snapshots.writing(user_id)``. The records
+        are the ones built when the turns were first stored: a retry after a write that landed despite its
+        error stores the same rows again, no duplicate.
+
+        Raises:
+            StoreError: The store failed; the turns stay queued.
+        """
+        if not self._has_pending(user_id):
+            return 0
+        with self._pending_lock:
+            todo = list(self._pending.get(user_id, ()))
+        if not todo:
+            return 0
+        self.store.upsert(COLLECTION_MEMORIES, [p.stored for p in todo], np.stack([p.vector for p in todo]))
+        written = set(map(id, todo))
+        with self._pending_lock:
+            rest = deque(p for p in self._pending.get(user_id, ()) if id(p) not in written)
+            if rest:
+                self._pending[user_id] = rest
+            else:
+                self._pending.pop(user_id, None)
+        if st.seen_total is not None:
+            st.seen_total += len(todo)
+        self.metrics.incr("pending_written", len(todo))
+        _log.info("chatrecall: %d turn(s) of user %r kept while the store was unavailable are now written",
+                  len(todo), user_id)
+        return len(todo)
+
+    def _drop_pending(self, user_id: str, *, session_id: str | None = None,
+                      ids: Collection[str] | None = None) -> int:
+        """Forget waiting turns (all of the user's, one session's, or these ids); returns how many."""
+        if not self._has_pending(user_id):
+            return 0
+        with self._pending_lock:
+            q = self._pending.get(user_id, deque())
+            keep = deque(p for p in q if not ((session_id is None or p.record.session_id == session_id)
+                                              and (ids is None or p.record.id in ids)))
+            n = len(q) - len(keep)
+            if keep:
+                self._pending[user_id] = keep
+            else:
+                self._pending.pop(user_id, None)
+        return n
 
     def _embed_memories(self, records: Sequence[Record]) -> tuple[np.ndarray, list[np.ndarray | None], list[Record]]:
         """Embed memories and, with ``RetrievalConfig.sentence_vectors``, in the same batch the sentences of the
@@ -723,6 +943,7 @@ class ChatRecall(_AsyncMixin):
         with st.lock, self._snapshots.writing(user_id):
             mem = self.store.delete(COLLECTION_MEMORIES, where=where)
             pins = self.store.delete(COLLECTION_PINS, where=where)
+            mem += self._drop_pending(user_id, session_id=session_id)  # never written later
             docs = 0
             if session_id is None:
                 docs = self.store.delete(COLLECTION_CORPUS, where={"user_id": user_id})
@@ -771,11 +992,18 @@ class ChatRecall(_AsyncMixin):
     @_open_only
     @keywords_checked
     def history(self, user_id: str, session_id: str) -> list[Record]:
-        """Every stored turn of a session, oldest first (read from the store)."""
+        """Every stored turn of a session, oldest first (read from the store; with the turns that wait in this
+        process to be written, :meth:`pending_turns`)."""
         check_id("user_id", user_id, self.limits)
         check_id("session_id", session_id, self.limits)
         batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id, "session_id": session_id})
-        return sorted(map(without_parts, batch.records), key=lambda r: (r.timestamp, r.seq))
+        records = list(batch.records)
+        if self._has_pending(user_id):  # turns kept while the store was down, not yet written
+            have = {r.id for r in records}
+            with self._pending_lock:
+                records += [p.record for p in self._pending.get(user_id, ())
+                            if p.record.session_id == session_id and p.record.id not in have]
+        return sorted(map(without_parts, records), key=lambda r: (r.timestamp, r.seq))
 
     def _recent(self, st: _UserState, session_id: str) -> tuple[ScoredItem, ...]:
         cfg = self.retrieval_config
@@ -985,7 +1213,7 @@ class ChatRecall(_AsyncMixin):
             # reading the ids and reconciling would otherwise look "gone" and be dropped from the cache.
             with st.lock:
                 ids = self.store.ids(COLLECTION_MEMORIES, {"user_id": user_id})  # type: ignore[attr-defined]
-                stored = set(ids)
+                stored = set(ids) | self._pending_ids(user_id)  # a turn waiting to be written is not gone
                 gone = [rid for rid in st.index.pos if rid not in stored]
                 if gone:
                     st.index.remove(gone)
@@ -1129,6 +1357,10 @@ class ChatRecall(_AsyncMixin):
         down. Once the store was found unreachable, the steps that can only
         ask the store (corpus search, loading an uncached user) are skipped,
         so a dead or frozen store costs at most about two store timeouts.
+        Turns kept in the process while the store was unavailable
+        (``add_many(..., defer_if_unavailable=True)``) are written first; a
+        note says so, or, when the store still does not take them, that they
+        wait (the turn is then served from the cached index, which holds them).
         """
         t_start = time.perf_counter()
         check_text("message", message, self.limits)
@@ -1316,19 +1548,25 @@ class ChatRecall(_AsyncMixin):
             run.store_down = isinstance(exc, StoreUnavailableError)
         st = run.st
         if st is not None:
-            if self._shared_ids():
+            self._write_pending_step(run, st)
+            if self._shared_ids() and not run.store_down:
                 # Another process may have stored the session's latest turn: the recent window (and a
                 # correction's question, a follow-up's topic) must see it on every route, not only after a
                 # memory search's probe (helper-92: a reader process's window lagged one turn behind).
                 self._probe_shared(st, run.user_id, time.monotonic())
-            try:
-                with st.lock:
-                    run.pins = [p for p in self._load_pins(run.user_id, st) if p.session_id in (None, run.session_id)]
-            except StoreError as exc:
-                run.notes.append(f"degraded: store unavailable for pins ({type(exc).__name__}); cached pins used")
-                self.metrics.incr("degraded")
-                run.store_down = run.store_down or isinstance(exc, StoreUnavailableError)
-                run.pins = [p for p in (st.pins or []) if p.session_id in (None, run.session_id)]
+            cached_pins = [p for p in (st.pins or []) if p.session_id in (None, run.session_id)]
+            if run.store_down:  # it did not take the waiting turns: not asked again this turn
+                run.pins = cached_pins
+            else:
+                try:
+                    with st.lock:
+                        run.pins = [p for p in self._load_pins(run.user_id, st)
+                                    if p.session_id in (None, run.session_id)]
+                except StoreError as exc:
+                    run.notes.append(f"degraded: store unavailable for pins ({type(exc).__name__}); cached pins used")
+                    self.metrics.incr("degraded")
+                    run.store_down = isinstance(exc, StoreUnavailableError)
+                    run.pins = cached_pins
             if run.session_id is not None:
                 run.recent = self._recent(st, run.session_id)
                 run.inject_recent = include_recent
@@ -1336,6 +1574,27 @@ class ChatRecall(_AsyncMixin):
                     run.notes.append(f"recent window ({len(run.recent)} turns) not injected: the caller sends its "
                                      "own history; those turns are still left out of the memory search")
         run.timings["state"] = (time.perf_counter() - t) * 1e3
+
+    def _write_pending_step(self, run: _Run, st: _UserState) -> None:
+        """Write the turns kept while the store was unavailable before this turn reads; never raises. When the
+        store still does not take them, the turn is served from the cached index (which holds them) and the
+        steps that can only ask the store are skipped."""
+        if not self._has_pending(run.user_id):
+            return
+        with self._pending_lock:
+            waiting = len(self._pending.get(run.user_id, ()))
+        try:
+            with st.lock, self._snapshots.writing(run.user_id):
+                wrote = self._write_pending(run.user_id, st)
+        except StoreError as exc:
+            run.notes.append(f"degraded: store unavailable ({exc}): {waiting} turns kept in this process wait to "
+                             "be written (pending_turns)")
+            self.metrics.incr("degraded")
+            st.degraded = f"{waiting} turns not yet written: {type(exc).__name__}"
+            run.store_down = isinstance(exc, StoreUnavailableError)
+            return
+        if wrote:
+            run.notes.append(f"{wrote} turns kept in this process while the store was unavailable written now")
 
     def _plan_route(self, run: _Run, gate: GateDecision, forced: Route | None) -> _Plan:
         """Decide the route once: every routing rule lives here.
@@ -1536,7 +1795,9 @@ class ChatRecall(_AsyncMixin):
         try:
             # Cached and fresh: nothing can wait on the store, so the search runs here (the hand-off
             # to the pool thread cost 0.6 ms of a 5 ms retrieve at 10K memories).
-            fresh = timeout_ms is not None and run.st is not None and self._fresh_without_store(run.st, run.user_id)
+            # (a store found down this turn is not asked again: the cached index answers)
+            fresh = run.st is not None and (run.store_down or (
+                timeout_ms is not None and self._fresh_without_store(run.st, run.user_id)))
             if timeout_ms is None or fresh:
                 search = self._search_memory(run.query, run.qvec, run.entities, run.user_id,
                                              strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh,
@@ -1956,6 +2217,7 @@ class ChatRecall(_AsyncMixin):
                          entities=keys, metadata=turn.metadata)
             emb, parts, stored = self._embed_memories([rec])
             with self._snapshots.writing(user_id):  # same id, new text: the version change makes snapshots stale
+                self._write_pending(user_id, st)  # turns kept from an outage go first
                 self.store.upsert(COLLECTION_MEMORIES, stored, emb)
                 if memory_id in st.index:
                     st.index.remove([memory_id])
@@ -2008,6 +2270,7 @@ class ChatRecall(_AsyncMixin):
         st = self._state(user_id)
         with st.lock, self._snapshots.writing(user_id):
             n = self.store.delete(COLLECTION_MEMORIES, ids=ids, where={"user_id": user_id})
+            n += self._drop_pending(user_id, ids=set(ids))  # never written later
             st.index.remove(ids)
         self.metrics.incr("memories_deleted", n)
         return n
@@ -2104,14 +2367,34 @@ class ChatRecall(_AsyncMixin):
             return
         self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._write_pending_on_close()
         with self._users_lock:
             cached = list(self._users.items())
         for user_id, st in cached:
+            if self._has_pending(user_id):
+                continue  # its index holds turns the store lacks: no snapshot of it
             with st.lock:
                 self._snapshots.save(user_id, st.index)
         owned, self._owned_store = self._owned_store, None
         if owned is not None:
             owned.close()
+
+    def _write_pending_on_close(self) -> None:
+        """Last chance for the turns kept while the store was unavailable: one try (stopping at the first user the
+        store does not take), then a warning naming how many are lost."""
+        with self._pending_lock:
+            users = list(self._pending)
+        for user_id in users:
+            try:
+                st = self._state(user_id)  # an uncached user is loaded: its turns already stored are not rewritten
+                with st.lock, self._snapshots.writing(user_id):
+                    self._write_pending(user_id, st)
+            except StoreError:
+                break
+        left = self.pending_turns()
+        if left:
+            _log.warning("chatrecall: closed with %d turn(s) the store never took (it was unavailable): they are "
+                         "lost", left)
 
     def __enter__(self) -> ChatRecall:
         return self
