@@ -678,7 +678,7 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         messages = list(state.get("messages") or [])
         found = _latest_human(messages)
         if found is None or not found[1].strip() or _is_command(found[1]):
-            return None
+            return self._nothing_stored(state, runtime)
         idx, question = found
         answer = next(
             (
@@ -710,6 +710,20 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
                                 f"degraded: store unavailable: {pending} turns kept in this process wait to be "
                                 "written at a later turn (lost if the process exits first)"]
         return {"chatrecall": summary}
+
+    def _nothing_stored(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+        """A turn that stores nothing (no text, a /pin command) still says how many turns wait from an outage, so
+        ``out["chatrecall"]`` has the keys of any turn but ``stored``."""
+        summary = state.get("chatrecall")
+        if summary is None:
+            return None
+        try:
+            user_id = self._ids(runtime)[0]
+        except InvalidInputError:  # no user for this run: nothing of its can wait
+            pending = 0
+        else:
+            pending = self.engine.pending_turns(user_id)
+        return {"chatrecall": {**summary, "pending": pending}}
 
     def after_agent(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
         return self._store(state, runtime)
