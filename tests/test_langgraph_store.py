@@ -225,6 +225,24 @@ def test_user_position_and_refusals() -> None:
         ChatRecallStore(cr).put(("alice",), "k", {"text": "x"}, ttl=5)
 
 
+def test_a_str_namespace_is_refused_not_split_into_one_user_per_letter() -> None:
+    # nu46: store.put("alice", ...) stored the memory for user "a" (tuple("alice") is five labels), shared with every
+    # other id starting with "a" that made the same slip; nothing said so
+    cr = fake_engine()
+    store = ChatRecallStore(cr)
+    for call in (lambda: store.put("alice", "x", {"text": "My dog is Biscuit"}),
+                 lambda: store.get("alice", "x"),
+                 lambda: store.search("alice", query="dog"),
+                 lambda: store.delete("alice", "x"),
+                 lambda: store.list_namespaces(prefix="alice"),
+                 lambda: store.forget_namespace("alice")):  # type: ignore[arg-type]
+        with pytest.raises(InvalidNamespaceError, match=r"namespace='alice' is a str.*\('alice',\)"):
+            call()
+    assert cr.get_memories("a") == [] and cr.get_memories("alice") == []
+    store.put(("alice",), "x", {"text": "My dog is Biscuit"})
+    assert [r.text for r in cr.get_memories("alice")] == ["My dog is Biscuit"]
+
+
 def test_index_argument_picks_the_text() -> None:
     cr = fake_engine()
     store = ChatRecallStore(cr, text_fields="body")

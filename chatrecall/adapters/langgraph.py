@@ -100,6 +100,20 @@ def _dt_of(ts: float) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(ts, tz=_dt.timezone.utc)
 
 
+def _labels(namespace: Any) -> tuple[str, ...]:
+    """``namespace`` as a tuple of labels. A str is refused: ``tuple("alice")`` is one user per letter, so a
+    forgotten tuple would store alice's memories for user "a", shared with every id starting with it (nu46)."""
+    if isinstance(namespace, (str, bytes)):
+        raise InvalidNamespaceError(
+            f"namespace={namespace!r} is a {type(namespace).__name__}, not a tuple of labels: pass "
+            f"({namespace!r},) or a longer tuple such as ({namespace!r}, 'memories')")
+    try:
+        return tuple(namespace)
+    except TypeError:
+        raise InvalidNamespaceError(
+            f"namespace must be a tuple of str labels, got {type(namespace).__name__}") from None
+
+
 def _validate_labels(namespace: Any) -> tuple[str, ...]:
     if not isinstance(namespace, tuple):
         raise InvalidNamespaceError(f"namespace must be a tuple of str labels, got {type(namespace).__name__}")
@@ -309,7 +323,7 @@ class ChatRecallStore(BaseStore):
 
     # ------------------------------------------------------------------ operations
     def _get(self, op: GetOp) -> Item | None:
-        ns = _validate_labels(tuple(op.namespace))
+        ns = _validate_labels(_labels(op.namespace))
         user = self._user(ns)
         recs = self.engine.get_memories(user, ids=[self.memory_id(ns, str(op.key))])
         for rec in recs:
@@ -318,7 +332,7 @@ class ChatRecallStore(BaseStore):
         return None
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        prefix = _validate_labels(tuple(op.namespace_prefix))
+        prefix = _validate_labels(_labels(op.namespace_prefix))
         user = self._user(prefix, "namespace_prefix")
         limit, offset = int(op.limit), int(op.offset)
         if limit < 0 or offset < 0:
@@ -354,7 +368,7 @@ class ChatRecallStore(BaseStore):
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conds = tuple(op.match_conditions or ())
         for c in conds:
-            _validate_labels(tuple(c.path))
+            _validate_labels(_labels(c.path))
         found = sorted({tuple(s.split(".")) for _, s in self.engine.list_sessions(role=self.role)})
         out = [ns for ns in found if all(_ns_matches(c, ns) for c in conds)]
         if op.max_depth is not None:
@@ -392,7 +406,7 @@ class ChatRecallStore(BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._list_namespaces(op))
             elif isinstance(op, PutOp):
-                ns = _validate_labels(tuple(op.namespace))
+                ns = _validate_labels(_labels(op.namespace))
                 if not ns:
                     raise InvalidNamespaceError("Namespace cannot be empty.")
                 self._user(ns)  # refuse before anything is written
@@ -411,7 +425,7 @@ class ChatRecallStore(BaseStore):
 
     def forget_namespace(self, namespace: tuple[str, ...]) -> int:
         """Delete every item of one namespace (not of deeper ones); returns how many."""
-        ns = _validate_labels(tuple(namespace))
+        ns = _validate_labels(_labels(namespace))
         user = self._user(ns)
         ids = [r.id for r in self.engine.get_memories(user, session_id=self._session(ns)) if self._own(r) == ns]
         return self.engine.delete_memories(user, ids) if ids else 0
