@@ -126,6 +126,25 @@ def _summary(res: RetrievalResult) -> dict[str, Any]:
     }
 
 
+class _StrictArgsServer(MCPServer):
+    """An ``MCPServer`` whose tools refuse an argument they do not take, naming it and what they take.
+
+    The SDK's argument models ignore unknown keys: ``remember`` with ``user_id="dave"`` stored the turn for the
+    server's user and said nothing, and ``recall`` with ``query=`` failed only on the missing ``message`` (nu46).
+    """
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        known = {t.name: set((t.input_schema or {}).get("properties", {})) for t in await self.list_tools()}
+        takes = known.get(name)
+        extra = sorted(set(arguments or {}) - takes) if takes is not None else []
+        if extra:
+            hint = (" The server decides the user (the --user it runs for, or the bearer token's): no tool takes a "
+                    "user id." if {"user", "user_id", "userid"} & set(extra) else "")
+            raise ToolError(f"{name}: unknown argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}; "
+                            f"it takes {', '.join(map(repr, sorted(takes or ())))}.{hint}")
+        return await super().call_tool(name, arguments, context)
+
+
 @keywords_checked
 def build_server(
     engine: ChatRecall,
@@ -170,7 +189,7 @@ def build_server(
         # The verifier only knows tokens issued for this server: no audience to check.
         url = AnyHttpUrl(public_url)
         kwargs["auth"] = AuthSettings(issuer_url=url, resource_server_url=url, validate_token_resource=False)
-    server: MCPServer = MCPServer(name, version=__version__, log_level="WARNING",
+    server: MCPServer = _StrictArgsServer(name, version=__version__, log_level="WARNING",
                                   instructions="Long-term memory of the user: remember turns, recall what matters "
                                                "for a message, pin standing constraints.", **kwargs)
 

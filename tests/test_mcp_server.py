@@ -149,6 +149,16 @@ async def _conversation(client: Client) -> None:
     assert same["items"] == []  # the conversation's own recent turn: not recalled again
     bad = await client.call_tool("remember", {"text": "hi", "timestamp": "next tuesday"})
     assert bad.is_error and "timestamp" in bad.content[0].text  # type: ignore[union-attr]
+    # nu46: an argument a tool does not take was dropped in silence (user_id: stored for the server's user)
+    before = (await _call(client, "recall", message="who is dave?", session_id="other"))["items"]
+    bad = await client.call_tool("remember", {"text": "Dave likes tea", "user_id": "dave"})
+    text = bad.content[0].text  # type: ignore[union-attr]
+    assert bad.is_error and "unknown argument 'user_id'" in text and "no tool takes a user id" in text, text
+    assert "'text'" in text and "'session_id'" in text, text
+    bad = await client.call_tool("recall", {"query": "tea?"})
+    text = bad.content[0].text  # type: ignore[union-attr]
+    assert bad.is_error and "unknown argument 'query'" in text and "'message'" in text, text
+    assert (await _call(client, "recall", message="who is dave?", session_id="other"))["items"] == before
 
 
 # ---------------------------------------------------------------- stdio
