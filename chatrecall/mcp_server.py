@@ -294,6 +294,27 @@ def serve(
         print(f"warning: --user {user_id!r} on {host}: anyone reaching port {http_port} acts as that user; "
               "use --auth-file for a shared network", file=sys.stderr)
     url_host = f"[{host}]" if ":" in host else host
+    _check_port_free(host, http_port)
     server = build_server(engine, user_id=user_id, tokens=tokens, session_id=session_id,
                           public_url=f"http://{url_host}:{http_port}")
-    server.run("streamable-http", host=host, port=http_port)
+    who = f"user {user_id!r}" if user_id is not None else f"the {len(tokens or {})} tokens of {auth_file}"
+    print(f"chatrecall mcp: streamable HTTP at http://{url_host}:{http_port}{HTTP_PATH} for {who}", file=sys.stderr)
+    server.run("streamable-http", host=host, port=http_port, streamable_http_path=HTTP_PATH)
+
+
+#: Where the streamable HTTP endpoint is served (the SDK's default path, stated).
+HTTP_PATH = "/mcp"
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse at once a port another process holds (uvicorn would log a raw bind error and exit)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"--http {port} is invalid: {host}:{port} cannot be served ({exc.strerror or exc}); "
+                              "choose a free port") from None

@@ -283,6 +283,24 @@ def test_configuration_errors(tmp_path: Path) -> None:
         load_auth_file(tmp_path / "missing.json")
 
 
+def test_http_says_where_it_serves_and_refuses_a_busy_port(tmp_path: Path) -> None:
+    # nu46: --http printed nothing at start (the endpoint's path was nowhere), and a port in use gave a raw uvicorn
+    # line instead of the CLI's one-line error
+    proc, url = _start(tmp_path, "--user", "alice", "--embedder", "hash")
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    try:
+        busy = subprocess.run(_cli(tmp_path / "db2", "--http", str(port), "--user", "bob", "--embedder", "hash"),
+                              env=ENV, capture_output=True, text=True, timeout=120)
+        assert busy.returncode != 0, busy
+        lines = [ln for ln in busy.stderr.splitlines() if ln.strip()]
+        assert lines == [lines[0]] and lines[0].startswith("error:") and f"--http {port}" in lines[0], busy.stderr
+        assert "choose a free port" in lines[0], busy.stderr
+    finally:
+        _stop(proc)
+    log = (tmp_path / f"mcp-{port}.log").read_text()
+    assert f"chatrecall mcp: streamable HTTP at {url} for user 'alice'" in log, log
+
+
 def test_cli_refuses_stdio_without_user(tmp_path: Path) -> None:
     proc = subprocess.run(_cli(tmp_path / "db", "--embedder", "hash"), env=ENV, capture_output=True, text=True,
                           timeout=120)
