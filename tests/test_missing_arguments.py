@@ -33,6 +33,11 @@ def test_async_methods_name_it_too(make_engine: Any) -> None:
     eng = make_engine()
     with pytest.raises(InvalidArgumentError, match="'session_id'"):
         asyncio.run(eng.aadd("My cat is Noodle", user_id="u"))
+    # by the class the user holds, not the private mixin that defines it (nu46: "_AsyncMixin.aadd() is missing ...")
+    with pytest.raises(InvalidArgumentError, match=r"^ChatRecall\.aadd\(\) is missing the argument 'user_id'"):
+        asyncio.run(eng.aadd("My cat is Noodle", session_id="s"))
+    with pytest.raises(InvalidArgumentError, match=r"of ChatRecall\.aretrieve\(\) \(did you mean 'user_id'\?\)"):
+        asyncio.run(eng.aretrieve("hi", user="u"))
 
 
 def test_positional_arguments_count(make_engine: Any) -> None:

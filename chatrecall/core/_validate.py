@@ -365,12 +365,22 @@ def keywords_checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     required = tuple((i if p.kind in positional else len(params), n) for i, (n, p) in enumerate(params.items())
                      if p.default is p.empty and p.kind in (*positional, inspect.Parameter.KEYWORD_ONLY))
 
+    bound = next(iter(params), None) == "self"
+
+    def named(args: tuple[Any, ...]) -> str:
+        """The owner as the caller knows it: a method by its instance's class (``ChatRecall.aadd()``, not the
+        private mixin that defines it, ``_AsyncMixin.aadd()``: nu46)."""
+        if not bound or not args:
+            return owner
+        cls = type(args[0]).__name__
+        return f"{cls}()" if fn.__name__ == "__init__" else f"{cls}.{fn.__name__}()"
+
     def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if kwargs and not accepted.issuperset(kwargs):
-            check_keywords(owner, kwargs, accepted)
+            check_keywords(named(args), kwargs, accepted)
         for i, name in required:
             if i >= len(args) and name not in kwargs:
-                raise InvalidArgumentError(f"{owner} is missing the argument {name!r}; pass {name}=...")
+                raise InvalidArgumentError(f"{named(args)} is missing the argument {name!r}; pass {name}=...")
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
