@@ -49,7 +49,15 @@ from pydantic import AnyHttpUrl  # noqa: E402
 
 from ._version import __version__  # noqa: E402
 from .adapters._common import check_engine  # noqa: E402
-from .core import ChatRecall, ChatRecallError, ConfigError, RetrievalResult, check_id, keywords_checked  # noqa: E402
+from .core import (  # noqa: E402
+    ChatRecall,
+    ChatRecallError,
+    ConfigError,
+    RetrievalResult,
+    canonical_role,
+    check_id,
+    keywords_checked,
+)
 
 __all__ = ["DEFAULT_SESSION", "TokenFileVerifier", "build_server", "load_auth_file", "serve"]
 
@@ -219,7 +227,9 @@ def build_server(
                        timestamp: str | float | None = None) -> dict[str, Any]:
         sid = session_id or default_session
         mid = await run(engine.aadd(text, user_id=caller(ctx), session_id=sid, role=role, timestamp=timestamp))
-        return {"id": mid, "session_id": sid, "role": role}
+        # the role as stored: a chat role's other spellings are made canonical ("bot", "ai" -> "assistant"; nu46 read
+        # the "bot" this echoed as stored as given)
+        return {"id": mid, "session_id": sid, "role": canonical_role(role)}
 
     @server.tool(description="What the assistant should know to answer this message: decides whether memory is "
                              "needed (route and reasons), returns the items with scores and the context block. "

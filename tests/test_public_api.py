@@ -38,7 +38,7 @@ ADAPTER_NEEDS = {
     "Batch", "Candidate", "ChatRecall", "ChatRecallError", "ConfigError", "Embedder", "GateDecision", "InvalidInputError",
     "NotFoundError", "Pin", "PinCommand", "PinCommandResult", "Record", "RegexEntityExtractor", "RetrievalResult",
     "Scalar", "ScoredItem", "StoreError", "StoreHit", "StoreUnavailableError", "Strategy", "Turn", "Where",
-    "apply_pin_command", "check_id", "check_k", "check_keywords", "check_pin_scope", "check_strategy", "check_text",
+    "apply_pin_command", "canonical_role", "check_id", "check_k", "check_keywords", "check_pin_scope", "check_strategy", "check_text",
     "closest_name", "budget_for", "format_context", "keywords_checked", "parse_pin_command", "rerank",
 }
 

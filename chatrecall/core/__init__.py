@@ -44,7 +44,16 @@ from ._types import (
     Turn,
     Where,
 )
-from ._validate import check_id, check_k, check_keywords, check_strategy, check_text, closest_name, keywords_checked
+from ._validate import (
+    canonical_role,
+    check_id,
+    check_k,
+    check_keywords,
+    check_strategy,
+    check_text,
+    closest_name,
+    keywords_checked,
+)
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -104,6 +113,7 @@ __all__ = [
     "budget_for",
     "check_id",
     "check_k",
+    "canonical_role",
     "check_keywords",
     "check_pin_scope",
     "check_strategy",
