@@ -141,9 +141,15 @@ class _StrictArgsServer(MCPServer):
     server's user and said nothing, and ``recall`` with ``query=`` failed only on the missing ``message`` (nu46).
     """
 
+    #: Tool name -> the arguments it takes, read from the tools' schemas on the first call (every tool is
+    #: registered by build_server before the server runs), not listed again on every call.
+    _takes: dict[str, frozenset[str]] | None = None
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        known = {t.name: set((t.input_schema or {}).get("properties", {})) for t in await self.list_tools()}
-        takes = known.get(name)
+        if self._takes is None:
+            self._takes = {t.name: frozenset((t.input_schema or {}).get("properties", {}))
+                           for t in await self.list_tools()}
+        takes = self._takes.get(name)
         extra = sorted(set(arguments or {}) - takes) if takes is not None else []
         if extra:
             hint = (" The server decides the user (the --user it runs for, or the bearer token's): no tool takes a "

@@ -118,7 +118,7 @@ def _is_handover(text: str, role: str) -> bool:
     XYZ." has content and is not one."""
     if role == "user":
         return False
-    words = _WORD.findall(text.casefold().replace("\u2019", "'"))
+    words = _plain_words(text)
     return any(w in _HANDOVER for w in words) and all(
         w in _HANDOVER or w in _STOP or w in _ACK or w in _YES_NO for w in words)
 
