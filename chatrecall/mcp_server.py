@@ -15,8 +15,10 @@ Who the user is:
   anyone who can reach the port acts as that user, so it listens on
   127.0.0.1 unless ``--host`` says otherwise), or ``--auth-file tokens.json``
   mapping bearer tokens to users (``{"<token>": "<user_id>"}``). A request
-  without a valid token is refused with 401, and an MCP session stays bound
-  to the token that opened it.
+  without a valid token is refused with 401 (RFC 6750: without a bearer token
+  the challenge is a bare ``Bearer`` and the body says how to send one; a
+  token the server does not know is ``invalid_token``), and an MCP session
+  stays bound to the token that opened it.
 
 Example:
     >>> server = build_server(fake_engine(), user_id="u1")  # doctest: +SKIP
@@ -40,12 +42,16 @@ from .adapters._guard import require
 require("mcp.server.mcpserver", "mcp", package="mcp")
 
 from mcp.server.auth.middleware.auth_context import get_access_token  # noqa: E402
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser  # noqa: E402
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware  # noqa: E402
 from mcp.server.auth.provider import AccessToken  # noqa: E402
 from mcp.server.auth.settings import AuthSettings  # noqa: E402
 from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 from pydantic import AnyHttpUrl  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.datastructures import Headers  # noqa: E402
+from starlette.routing import Route  # noqa: E402
+from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from ._version import __version__  # noqa: E402
 from .adapters._common import check_engine  # noqa: E402
@@ -114,6 +120,47 @@ class TokenFileVerifier:
         return AccessToken(token=_digest(token), client_id=user, scopes=["chatrecall"], subject=user)
 
 
+#: The 401 body of a request without a bearer token (what to send; a client may not know the server wants one).
+TOKEN_REQUIRED = ("A bearer token is required: send the header 'Authorization: Bearer <token>' with a token of the "
+                  "server's --auth-file")
+#: The 401 description of a token the server does not know (the token itself is never echoed).
+TOKEN_NOT_RECOGNISED = ("The bearer token is not recognised by this server: check it against the server's --auth-file "
+                        "(Authorization: Bearer <token>, the token exactly as written there)")
+
+
+def _bearer_token(scope: Scope) -> str | None:
+    """The non-empty token of the request's ``Authorization: Bearer <token>`` header, else None."""
+    header = Headers(scope=scope).get("authorization") or ""
+    scheme, _, token = header.partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None
+
+
+class _TokenRequired(RequireAuthMiddleware):
+    """The SDK's bearer check, with its two 401s told apart as RFC 6750 does.
+
+    The SDK answers a request without a token and one with a token it does not know alike (``invalid_token``,
+    "Authentication required"). Without a bearer token (none, or another scheme) the challenge is ``Bearer``
+    with no error code (RFC 6750 section 3.1; ``resource_metadata`` kept for OAuth discovery) and the body says
+    how to send one; a token the verifier refused is ``invalid_token``, saying it is not recognised. An
+    authenticated request goes to the SDK's check of the required scopes unchanged.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if isinstance(scope.get("user"), AuthenticatedUser):
+            await super().__call__(scope, receive, send)
+        elif _bearer_token(scope) is not None:
+            await self._send_auth_error(send, status_code=401, error="invalid_token", description=TOKEN_NOT_RECOGNISED)
+        else:
+            challenge = "Bearer" if self.resource_metadata_url is None else \
+                f'Bearer resource_metadata="{self.resource_metadata_url}"'
+            body = json.dumps({"error_description": TOKEN_REQUIRED}).encode()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode()),
+                                    (b"www-authenticate", challenge.encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+
 def _summary(res: RetrievalResult) -> dict[str, Any]:
     return {
         "route": res.route.value,
@@ -139,6 +186,7 @@ class _StrictArgsServer(MCPServer):
 
     The SDK's argument models ignore unknown keys: ``remember`` with ``user_id="dave"`` stored the turn for the
     server's user and said nothing, and ``recall`` with ``query=`` failed only on the missing ``message`` (nu46).
+    Over HTTP with tokens, its bearer check tells a missing token from an unknown one (:class:`_TokenRequired`).
     """
 
     #: Tool name -> the arguments it takes, read from the tools' schemas on the first call (every tool is
@@ -157,6 +205,15 @@ class _StrictArgsServer(MCPServer):
             raise ToolError(f"{name}: unknown argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}; "
                             f"it takes {', '.join(map(repr, sorted(takes or ())))}.{hint}")
         return await super().call_tool(name, arguments, context)
+
+    def streamable_http_app(self, **kwargs: Any) -> Starlette:
+        """The SDK's app, its bearer check (on a token server) replaced by :class:`_TokenRequired`."""
+        app = super().streamable_http_app(**kwargs)
+        for route in app.routes:
+            if isinstance(route, Route) and type(route.app) is RequireAuthMiddleware:
+                sdk = route.app
+                route.app = _TokenRequired(sdk.app, sdk.required_scopes, sdk.resource_metadata_url)
+        return app
 
 
 @keywords_checked

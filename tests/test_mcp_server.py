@@ -227,6 +227,30 @@ def test_http_without_a_valid_token_is_refused(token_server: str, token: str | N
         asyncio.run(main())
 
 
+def test_http_missing_and_unknown_tokens_get_different_401s(token_server: str) -> None:
+    """First-hour finding: no token and a wrong token both got 401 invalid_token "Authentication required"; RFC 6750
+    tells them apart (no token: a bare Bearer challenge and how to send one; unknown token: invalid_token)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers in ({}, {"Authorization": "Basic YWxpY2U6c2VjcmV0"}, {"Authorization": "Bearer"}):
+        r = httpx2.post(token_server, json=body, headers={**accept, **headers})
+        assert r.status_code == 401, (headers, r.text)
+        challenge = r.headers["www-authenticate"]
+        assert challenge.split(" ", 1)[0] == "Bearer" and "error" not in challenge, challenge  # no error code: 3.1
+        assert "resource_metadata=" in challenge, challenge  # kept for the clients that discover OAuth through it
+        description = r.json()["error_description"]
+        assert "bearer token is required" in description and "Authorization: Bearer <token>" in description, r.text
+    for token in ("wrong-token-0123456789", "alice-token-0123456789x"):
+        r = httpx2.post(token_server, json=body, headers={**accept, "Authorization": f"Bearer {token}"})
+        assert r.status_code == 401, r.text
+        assert r.json()["error"] == "invalid_token", r.text
+        assert "not recognised" in r.json()["error_description"], r.text
+        assert r.headers["www-authenticate"].startswith('Bearer error="invalid_token"'), r.headers
+        assert token not in r.text and token not in r.headers["www-authenticate"]  # never echoed
+    r = httpx2.post(token_server, json=body, headers={**accept, "Authorization": "bearer alice-token-0123456789"})
+    assert r.status_code != 401, r.text  # the scheme is case-insensitive, as the SDK reads it
+
+
 def test_http_session_stays_bound_to_its_token(token_server: str) -> None:
     """Bob cannot ride Alice's MCP session by sending her session id with his token."""
     accept = {"Accept": "application/json, text/event-stream"}

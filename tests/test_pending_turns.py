@@ -272,3 +272,33 @@ def test_async_add_defers_too(make: Make) -> None:
     store.down = False
     cr.retrieve("async?", user_id="u1", session_id="s1")
     assert [t for _, t in _stored(store)] == ["hello", "async one", "async two"]
+
+
+def test_history_and_pins_come_from_the_cache_only_when_asked_and_cached(make: Make, clock: ManualClock) -> None:
+    """``history`` / ``pins(..., cached_if_unavailable=True)``, the chat-history reads of the adapters: a cached user
+    is served from the process while the store is down; without the keyword, or in a cold process, they raise."""
+    store, cr = make()
+    _turn(cr, clock, "My oven is a Rational iCombi.", "Noted: a Rational iCombi.")
+    _turn(cr, clock, "Unrelated.", "Fine.", session="s2")
+    pin = cr.pin("Answer in metric units.", user_id="u1")
+    store.down = True
+    clock.advance(60.0)  # past the pins' cache age: pins() asks the store
+    _turn(cr, clock, "The walk-in fridge is a Foster FSL400.", "Foster FSL400, noted.")  # kept in the process
+    texts = ["My oven is a Rational iCombi.", "Noted: a Rational iCombi.", "The walk-in fridge is a Foster FSL400.",
+             "Foster FSL400, noted."]
+    assert [r.text for r in cr.history("u1", "s1", cached_if_unavailable=True)] == texts
+    assert [r.text for r in asyncio.run(cr.ahistory("u1", "s1", cached_if_unavailable=True))] == texts
+    assert [p.id for p in cr.pins("u1", "s1", cached_if_unavailable=True)] == [pin.id]
+    assert [p.id for p in asyncio.run(cr.apins("u1", cached_if_unavailable=True))] == [pin.id]
+    for read in (lambda: cr.history("u1", "s1"), lambda: cr.pins("u1"),
+                 lambda: cr.history("u2", "s1", cached_if_unavailable=True),  # u2: never read by this process
+                 lambda: cr.pins("u2", cached_if_unavailable=True)):
+        with pytest.raises(StoreUnavailableError, match="test server is unavailable"):
+            read()
+    for bad in ("yes", 1, None):
+        with pytest.raises(InvalidInputError, match=rf"cached_if_unavailable={bad!r} is invalid: must be True or False"):
+            cr.history("u1", "s1", cached_if_unavailable=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match=rf"cached_if_unavailable={bad!r} is invalid"):
+            cr.pins("u1", cached_if_unavailable=bad)  # type: ignore[arg-type]
+    store.down = False
+    assert [r.text for r in cr.history("u1", "s1")] == texts  # the kept turns, with what the store returns

@@ -476,8 +476,9 @@ class ChatRecallChatMessageHistory(BaseChatMessageHistory):
         self.session_id = check_id("session_id", session_id, engine.limits)
 
     def records(self) -> list[Record]:
-        """The session's stored turns, oldest first."""
-        return self.engine.history(self.user_id, self.session_id)
+        """The session's stored turns, oldest first (during a store outage, from the engine's cached index of the
+        user, with a warning logged; a process that has not read the user yet raises ``StoreUnavailableError``)."""
+        return self.engine.history(self.user_id, self.session_id, cached_if_unavailable=True)
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
@@ -495,8 +496,9 @@ class ChatRecallChatMessageHistory(BaseChatMessageHistory):
             self.engine.forget(self.user_id, self.session_id)
 
     async def aget_messages(self) -> list[BaseMessage]:
-        """The session's messages, read on the engine's async pool."""
-        return [record_to_message(r) for r in await self.engine.ahistory(self.user_id, self.session_id)]
+        """The session's messages, read on the engine's async pool (served as :meth:`records` is)."""
+        return [record_to_message(r) for r in
+                await self.engine.ahistory(self.user_id, self.session_id, cached_if_unavailable=True)]
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store messages as turns, on the engine's async pool."""

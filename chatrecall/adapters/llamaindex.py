@@ -403,7 +403,7 @@ class ChatRecallMemoryBlock(BaseMemoryBlock[str]):
         session = self.session_id or block_kwargs.get("session_id")
         query = _last_user_text(messages)
         if not query:
-            pins = await self.engine.apins(self.user_id, session)
+            pins = await self.engine.apins(self.user_id, session, cached_if_unavailable=True)  # as retrieve does
             return format_context(pins, (), ())
         result = await self.engine.aretrieve(
             query,
@@ -709,7 +709,7 @@ class ChatRecallMemory(BaseMemory):
                 pins: Sequence[Pin] = self._last.pins
                 items = [it for it in self._last.items if it.id not in visible]
             else:
-                pins, items = self.engine.pins(self.user_id, self.session_id), []
+                pins, items = self.engine.pins(self.user_id, self.session_id, cached_if_unavailable=True), []
             self._injected = tuple(items)
         context = format_context(pins, (), items, now=self._last.at if self._last is not None else None)
         if not context:

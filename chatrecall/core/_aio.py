@@ -192,9 +192,10 @@ class _AsyncMixin:
                                 session_id=session_id)
 
     @keywords_checked
-    async def ahistory(self, user_id: str, session_id: str) -> list[Record]:
+    async def ahistory(self, user_id: str, session_id: str, *, cached_if_unavailable: bool = False) -> list[Record]:
         """Async :meth:`ChatRecall.history`: every stored turn of a session, oldest first."""
-        return await self._arun(self._sync().history, user_id, session_id)
+        return await self._arun(self._sync().history, user_id, session_id,
+                                cached_if_unavailable=cached_if_unavailable)
 
     # ------------------------------------------------------------------ pins and forget
     @keywords_checked
@@ -208,9 +209,10 @@ class _AsyncMixin:
         return await self._arun(self._sync().unpin, pin_id, user_id=user_id)
 
     @keywords_checked
-    async def apins(self, user_id: str, session_id: str | None = None) -> list[Pin]:
+    async def apins(self, user_id: str, session_id: str | None = None, *,
+                    cached_if_unavailable: bool = False) -> list[Pin]:
         """Async :meth:`ChatRecall.pins`: the user's pins, oldest first."""
-        return await self._arun(self._sync().pins, user_id, session_id)
+        return await self._arun(self._sync().pins, user_id, session_id, cached_if_unavailable=cached_if_unavailable)
 
     @keywords_checked
     async def aforget(self, user_id: str, session_id: str | None = None) -> ForgetReport:

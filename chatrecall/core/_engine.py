@@ -393,6 +393,11 @@ class ChatRecall(_AsyncMixin):
                     self.metrics.incr("degraded")
         return st
 
+    def _cached_state(self, user_id: str) -> _UserState | None:
+        """The user's index if this process holds it (no store read), else None."""
+        with self._users_lock:
+            return self._users.get(user_id)
+
     def _load(self, user_id: str, st: _UserState) -> None:
         """Bring the index up to date with the store (adds what is missing, drops what is gone).
 
@@ -914,12 +919,35 @@ class ChatRecall(_AsyncMixin):
 
     @_open_only
     @keywords_checked
-    def pins(self, user_id: str, session_id: str | None = None) -> list[Pin]:
-        """The user's pins, oldest first: global ones plus those of ``session_id`` if given."""
+    def pins(self, user_id: str, session_id: str | None = None, *, cached_if_unavailable: bool = False) -> list[Pin]:
+        """The user's pins, oldest first: global ones plus those of ``session_id`` if given.
+
+        Args:
+            cached_if_unavailable: When the store cannot be reached and this
+                process holds the user's pins (read earlier), return those
+                instead of raising, with a warning logged (logger
+                ``chatrecall``), as ``retrieve`` uses them; the LlamaIndex
+                memory reads pins so during an outage.
+
+        Raises:
+            InvalidInputError: A bad id or ``cached_if_unavailable``.
+            StoreUnavailableError: The store cannot be reached and the pins are
+                not cached (or ``cached_if_unavailable`` is False).
+        """
         check_id("user_id", user_id, self.limits)
-        st = self._state(user_id)
+        if not isinstance(cached_if_unavailable, bool):
+            raise InvalidInputError(
+                f"cached_if_unavailable={cached_if_unavailable!r} is invalid: must be True or False")
+        st = self._state(user_id)  # a cold process with the store down raises here
         with st.lock:
-            allp = list(self._load_pins(user_id, st))
+            try:
+                allp = list(self._load_pins(user_id, st))
+            except StoreUnavailableError as exc:
+                if not cached_if_unavailable or st.pins is None:
+                    raise
+                allp = list(st.pins)
+                _log.warning("chatrecall: the store is unavailable (%s): the pins of user %r are served from this "
+                             "process's cache", exc, user_id)
         if session_id is None:
             return allp
         return [p for p in allp if p.session_id in (None, session_id)]
@@ -991,12 +1019,41 @@ class ChatRecall(_AsyncMixin):
 
     @_open_only
     @keywords_checked
-    def history(self, user_id: str, session_id: str) -> list[Record]:
+    def history(self, user_id: str, session_id: str, *, cached_if_unavailable: bool = False) -> list[Record]:
         """Every stored turn of a session, oldest first (read from the store; with the turns that wait in this
-        process to be written, :meth:`pending_turns`)."""
+        process to be written, :meth:`pending_turns`).
+
+        Args:
+            cached_if_unavailable: For a chat history read during a store
+                outage (the LangChain chat history does it): when the store
+                cannot be reached and the user's index is cached in this
+                process, return the session's turns from that index (what
+                this process stored, read or kept, without turns other
+                processes stored since it was loaded) with a warning logged
+                (logger ``chatrecall``), as ``retrieve`` serves from it.
+
+        Raises:
+            InvalidInputError: A bad id or ``cached_if_unavailable``.
+            StoreUnavailableError: The store cannot be reached and the user's
+                index is not cached (or ``cached_if_unavailable`` is False).
+        """
         check_id("user_id", user_id, self.limits)
         check_id("session_id", session_id, self.limits)
-        batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id, "session_id": session_id})
+        if not isinstance(cached_if_unavailable, bool):
+            raise InvalidInputError(
+                f"cached_if_unavailable={cached_if_unavailable!r} is invalid: must be True or False")
+        try:
+            batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id, "session_id": session_id})
+        except StoreUnavailableError as exc:
+            st = self._cached_state(user_id) if cached_if_unavailable else None
+            if st is None:  # a cold process: nothing to serve, the store's error says which server
+                raise
+            with st.lock:
+                records = [st.index.records[p] for p in st.index.session_positions(session_id).tolist()]
+            _log.warning("chatrecall: the store is unavailable (%s): the history of session %r of user %r is served "
+                         "from this process's cached index (%d turns; turns other processes stored since it was "
+                         "loaded are missing)", exc, session_id, user_id, len(records))
+            return sorted(map(without_parts, records), key=lambda r: (r.timestamp, r.seq))
         records = list(batch.records)
         if self._has_pending(user_id):  # turns kept while the store was down, not yet written
             have = {r.id for r in records}
