@@ -87,3 +87,27 @@ def test_the_scorer_wants_the_current_answer_above_the_replaced_fact(monkeypatch
     assert not evaluate._above(["0:2", "1:0"], {"1:0"}, {"0:2"})
     assert not evaluate._above(["0:2", None], {"1:0"}, {"0:2"})
     assert evaluate._above(["0:1", "1:0"], {"1:0"}, set())
+
+
+CHANGES = sorted((ROOT / "benchmarks" / "data" / "changes_replaced").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", CHANGES, ids=lambda p: p.name)
+def test_every_replaced_change_chat_points_at_user_turns(path: Path) -> None:
+    """Stop 44's held-out sets of changes naming what they replace (three files, each written by another agent
+    before the rule it judged; docs/benchmarks.md, "R1c"): updates have their stale turn first, controls the turn
+    that must not rise above the gold one."""
+    scen = load_chat_scenarios(path)
+    assert len(scen) >= 36 and len({s["id"] for s in scen}) == len(scen)
+    for sc in scen:
+        assert sc["kind"] in {"update", "control"}, sc["id"]
+        dates = [check_timestamp(d) for d in sc["session_dates"]]
+        assert len(dates) == len(sc["sessions"]) >= 2, sc["id"]
+        assert all(a is not None and b is not None and a < b for a, b in zip(dates, dates[1:])), sc["id"]
+        marked = [*sc["gold"], *sc["stale"], *sc.get("control_turn", [])]
+        assert all(sc["sessions"][s][t]["role"] == "user" for s, t in marked), sc["id"]
+        if sc["kind"] == "update":
+            assert sc["stale"] and max(map(tuple, sc["stale"])) < min(map(tuple, sc["gold"])), sc["id"]
+        else:
+            assert not sc["stale"] and sc["control_turn"], sc["id"]
+    assert sum(sc["kind"] == "update" for sc in scen) >= 20

@@ -22,6 +22,15 @@ import numpy as np
 
 from ._entities import _word_file
 from ._protocols import VectorIndex, VectorIndexFactory
+from ._replace_patterns import (
+    NOT_A_THING,
+    OTHER_PEOPLE,
+    OTHERS,
+    REPLACED_AFTER_VERB,
+    REPLACED_BEFORE_END,
+    THE_USER,
+    THING_ENDS,
+)
 from ._tuned import ANSWER_TYPE_TERM_WEIGHT, BM25_B, BM25_K1
 from ._types import Record
 
@@ -205,9 +214,49 @@ _HEDGED = re.compile(
 
 
 def _states_change(text: str) -> bool:
-    """A statement that something changed, not only thought of (:data:`_CHANGE`, not :data:`_HEDGED`)."""
+    """A statement that something changed, not only thought of (:data:`_CHANGE` or a thing replaced, see
+    :func:`_replaced_words`; not :data:`_HEDGED`)."""
     t = text.replace("\u2019", "'")
-    return _CHANGE.search(t) is not None and _HEDGED.search(t) is None
+    return (_CHANGE.search(t) is not None or bool(_replaced_words(t))) and _HEDGED.search(t) is None
+
+
+_NOTHING: frozenset[str] = frozenset()
+_USERS_THING = frozenset({"my", "our"})
+_GIVEN_NAMES = _word_file("given_names.txt")
+_CLAUSE_BREAK = re.compile(r"[.!?;,:\n]")
+
+
+def _someone_else_does(before: str) -> bool:
+    """The clause ending at a replacing verb names another person as its subject ("my roommate", "she", "Jake") and
+    not the user ("my wife and I")."""
+    words = [w.casefold().strip("'") for w in _CLAUSE_BREAK.split(before)[-1].split()[-6:]]
+    if THE_USER.intersection(words):
+        return False
+    return not OTHER_PEOPLE.isdisjoint(words) or not _GIVEN_NAMES.isdisjoint(words)
+
+
+def _replaced_words(text: str) -> frozenset[str]:
+    """The casefolded words naming what a stated change replaces: "eureka" in "I sold the Eureka and bought a
+    Mahlkönig E65S", "vodafone" in "switched from vodafone to three", "thinkpad" in "the ThinkPad finally died"
+    (patterns: :mod:`._replace_patterns`). Empty for a change only thought of (:data:`_HEDGED`); someone else's thing
+    ("my brother sold his Subaru") is left out."""
+    t = text.replace("\u2019", "'")
+    found: set[str] = set()
+    for rx in (REPLACED_AFTER_VERB, REPLACED_BEFORE_END):
+        for m in rx.finditer(t):
+            whose = m.group("whose").casefold().split()
+            if not OTHERS.isdisjoint(whose) or (not _USERS_THING.intersection(whose)
+                                                and _someone_else_does(t[:m.start()])):
+                continue  # someone else's thing ("my brother sold his Subaru", "my roommate switched from notion")
+            for raw in m.group("thing").split():
+                w = raw.casefold().strip("'-")
+                if w in THING_ENDS:
+                    break
+                if len(w) > 2 and w not in NOT_A_THING and w not in _STOP:
+                    found.add(w)
+    if not found or _HEDGED.search(t) is not None:
+        return _NOTHING
+    return frozenset(found)
 
 
 def _states_own(text: str) -> bool:
@@ -404,6 +453,7 @@ class UserIndex:
         self._noans = np.zeros(0, dtype=bool)
         self._states = np.zeros(0, dtype=bool)  # see _states_own
         self._change = np.zeros(0, dtype=bool)  # see _states_change
+        self._replaced: dict[int, frozenset[str]] = {}  # position -> what its change replaces (_replaced_words)
         self._dispute = np.zeros(0, dtype=np.int8)  # see _dispute_kind
         self._rcode = np.zeros(0, dtype=np.int64)
         self._role_code: dict[str, int] = {}
@@ -491,6 +541,21 @@ class UserIndex:
         """Per given position: the turn states that something changed ("the sync is moving to 3:30pm", "her dose
         is going up to 3 units"), not a change only considered ("thinking about switching")."""
         return self._change[np.asarray(positions, dtype=np.int64)]
+
+    def replaced(self, position: int) -> frozenset[str]:
+        """What the user's change at ``position`` says it replaces ("eureka" for "I sold the Eureka and bought a
+        Mahlkönig E65S"), as casefolded words; empty for any other turn."""
+        return self._replaced.get(position, _NOTHING)
+
+    def naming(self, positions: np.ndarray, words: Iterable[str]) -> np.ndarray:
+        """Per given position: the turn holds one of ``words`` (casefolded words, matched as BM25 terms)."""
+        p = np.asarray(positions, dtype=np.int64)
+        hit = np.zeros(p.size, dtype=bool)
+        for w in words:
+            post = self._post.get(_stem(w))
+            if post is not None:
+                hit |= np.isin(p, post[0])
+        return hit
 
     def non_answers(self, positions: np.ndarray) -> np.ndarray:
         """Per given position: a reply that says it does not know ("I'm not sure, you haven't told me...") or only
@@ -595,6 +660,8 @@ class UserIndex:
             self._noans[p] = _is_non_answer(rec.text, rec.role) or _is_handover(rec.text, rec.role)
             self._states[p] = _states_own(rec.text)
             self._change[p] = _states_change(rec.text)
+            if self._change[p] and rec.role == "user" and (gone := _replaced_words(rec.text)):
+                self._replaced[p] = gone
             self._dispute[p] = _dispute_kind(rec.text, rec.role)
             self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))

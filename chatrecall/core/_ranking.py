@@ -188,19 +188,26 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
 
 
-def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, fixed: np.ndarray,
+def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, shares: np.ndarray,
                   window: int) -> tuple[np.ndarray, np.ndarray]:
-    """A user's statement that something changed ranks above the earlier turns about the same thing (turn cosine
-    at least UPDATE_COS) among the first ``window``: "her dose is going up to 3 units from tonight" above "she's on
-    2 units at 7am and 7pm" and the replies to it (helper-118 and helper-119: the old value came first, the update
-    third or lower). Only candidates already in the first ``window`` move; scores of the others are kept.
-    ``fixed``: candidates that never move: a chatbot's replies, and turns sharing no word with the query (an
-    unrelated change, "Swapped my Saturday shift with Dana, so I'm on at 19:45 instead.", lifted above the memories
-    about "What time does the club run start?" without it).
+    """A user's statement that something changed ranks above the earlier turns about the same thing among the first
+    ``window``: "her dose is going up to 3 units from tonight" above "she's on 2 units at 7am and 7pm" and the replies
+    to it (helper-118 and helper-119: the old value came first, the update third or lower). Only candidates already
+    in the first ``window`` move; scores of the others are kept.
 
-    The caller applies it to a chatbot's store only (the candidates hold an assistant turn): stop 40's unscoped
-    version (C56) gained on the held-out chats but cost LoCoMo (two people narrating, where "now" and "pushing"
-    are not updates) and a LongMemEval tally (C66, stop 42; docs/benchmarks.md).
+    "The same thing" is either of:
+
+    - the change shares a word with the query (``shares``) and is close to the earlier turn (turn cosine at least
+      UPDATE_COS). A change sharing no word with the query does not move this way: an unrelated change, "Swapped my
+      Saturday shift with Dana, so I'm on at 19:45 instead.", rose above the memories about "What time does the club
+      run start?" without that guard (stop 40's C56c);
+    - the change names what it replaces (:meth:`UserIndex.replaced`: "I sold the Eureka and bought a Mahlkönig
+      E65S") and the earlier turn names it too and shares a word with the query ("I use a Eureka Mignon Specialita
+      grinder" for "Which grinder am I bringing?"; nu45, stop 43: the change says no word of the question).
+
+    A chatbot's replies never move (``bot``). The caller applies it to a chatbot's store only (the candidates hold an
+    assistant turn): stop 40's unscoped version (C56) gained on the held-out chats but cost LoCoMo (two people
+    narrating, where "now" and "pushing" are not updates) and a LongMemEval tally (C66, stop 42; docs/benchmarks.md).
 
     Returns:
         The scores, and per candidate whether it was lifted.
@@ -208,14 +215,22 @@ def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, fixed: np
     lifted = np.zeros(cand.size, dtype=bool)
     top = topk(final, window)
     top = top[final[top] > 0]
-    change = idx.changes(cand[top]) & ~fixed[top] & ~idx.asks(cand[top])
+    pos = cand[top]
+    change = idx.changes(pos) & ~bot[top] & ~idx.asks(pos)
     if not change.any():
         return final, lifted
-    emb = idx.embeddings[cand[top]]
-    ts = idx.timestamps[cand[top]]
+    emb = idx.embeddings[pos]
+    ts = idx.timestamps[pos]
+    on_topic = shares[top]
     out = final.copy()
     for j in np.flatnonzero(change).tolist():
-        earlier = (ts < ts[j]) & (emb @ emb[j] >= _tuned.UPDATE_COS) & (final[top] >= out[top[j]])
+        about = np.zeros(top.size, dtype=bool)
+        if on_topic[j]:
+            about = emb @ emb[j] >= _tuned.UPDATE_COS
+        gone = idx.replaced(int(pos[j]))
+        if gone:
+            about |= on_topic & idx.naming(pos, gone)
+        earlier = about & (ts < ts[j]) & (final[top] >= out[top[j]])
         earlier[j] = False
         if earlier.any():
             out[top[j]] = float(final[top][earlier].max()) + 1e-4
@@ -454,8 +469,9 @@ def rank_memories(
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
     lifted = np.zeros(cand.size, dtype=bool)
     if strat is not Strategy.RECENCY and cand.size > 1 and bot.any():
-        # only a change that restates the query's subject (shares a word with it: stop 40's C56c) moves
-        final, lifted = _lift_changes(idx, cand, final, bot | (comp["keyword"] <= 0), k + 5)
+        # a change moves when it restates the query's subject (shares a word with it: stop 40's C56c) or names what
+        # it replaces in a turn that does
+        final, lifted = _lift_changes(idx, cand, final, bot, comp["keyword"] > 0, k + 5)
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
         order = order[~mute[order]]
