@@ -38,7 +38,7 @@ from ._errors import (
 from ._format import chunk_text, format_context
 from ._gate import Gate, GateConfig, asks_or_requests
 from ._gate_model import feature_label
-from ._index import PARTS_KEY, UserIndex, encode_parts, sentence_parts, tokenize, without_parts
+from ._index import PARTS_KEY, UserIndex, encode_parts, overlapping_keys, sentence_parts, tokenize, without_parts
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter, VectorIndexFactory
 from ._ranking import rank_memories, topk
@@ -1517,7 +1517,7 @@ class ChatRecall(_AsyncMixin):
         def keep(i: ScoredItem) -> bool:
             if i.record is None:
                 return False
-            if wanted & set(i.record.entities):
+            if any(overlapping_keys(w, i.record.entities) for w in wanted):  # "acme" in "Acme Logistics" too (nu47)
                 return True
             return own and i.score >= floor and self._about_message(i, gate, run.query)
 

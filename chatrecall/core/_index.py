@@ -34,7 +34,7 @@ from ._replace_patterns import (
 from ._tuned import ANSWER_TYPE_TERM_WEIGHT, BM25_B, BM25_K1
 from ._types import Record
 
-__all__ = ["UserIndex", "tokenize"]
+__all__ = ["UserIndex", "overlapping_keys", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|\d+", re.UNICODE)
 _STOP = frozenset(
@@ -259,6 +259,13 @@ def _replaced_words(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def overlapping_keys(key: str, stored: Iterable[str]) -> list[str]:
+    """The entity keys among ``stored`` that name what ``key`` names by whole words: the same key, one holding it
+    ("acme logistic" for "acme") or one it holds ("acme" for "acme logistic"); "acmetech" is another name."""
+    padded = f" {key} "
+    return [k for k in stored if k == key or padded in f" {k} " or f" {k} " in padded]
+
+
 def _states_own(text: str) -> bool:
     """The text holds a clause of three words or more that states something about the speaker: a first-person
     word, not opening a question or a request and not only announcing one ("Our internet is with Xfinity. Any
@@ -469,6 +476,7 @@ class UserIndex:
         self._post_np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._ent_np: dict[str, np.ndarray] = {}
         self._ent: dict[str, list[int]] = defaultdict(list)
+        self._key_words: dict[str, set[str]] = defaultdict(set)  # word -> the entity keys of two words or more holding it
         self._cooc: dict[str, Counter[str]] = defaultdict(Counter)
         self._sessions: dict[str, list[int]] = defaultdict(list)
         self._dirty_sessions: set[str] = set()
@@ -681,6 +689,9 @@ class UserIndex:
                 self._post_np.pop(t, None)
             keys = rec.entities[:24]  # cap: co-occurrence is quadratic in entities per turn
             for k in keys:
+                if k not in self._ent and " " in k:
+                    for w in k.split():
+                        self._key_words[w].add(k)
                 self._ent[k].append(p)
                 self._ent_np.pop(k, None)
                 c = self._cooc[k]
@@ -1198,7 +1209,8 @@ class UserIndex:
         return arr
 
     def known(self, keys: Iterable[str], exclude: Iterable[int] = ()) -> list[str]:
-        """The entity keys among ``keys`` that some memory mentions (dict lookups, no search).
+        """The entity keys among ``keys`` that some memory mentions, as itself or as part of a longer name or by a
+        part of it (:func:`overlapping_keys`: "acme" where a memory says "Acme Logistics"; dict lookups, no search).
 
         Args:
             keys: Entity keys.
@@ -1207,7 +1219,22 @@ class UserIndex:
         """
         skip = set(exclude)
         ent = self._ent
-        return [k for k in dict.fromkeys(keys) if k in ent and (not skip or any(p not in skip for p in ent[k]))]
+
+        def mentioned(k: str) -> bool:
+            return k in ent and (not skip or any(p not in skip for p in ent[k]))
+
+        return [k for k in dict.fromkeys(keys) if mentioned(k) or any(map(mentioned, self._overlapping(k)))]
+
+    def _overlapping(self, key: str) -> list[str]:
+        """The stored entity keys other than ``key`` that :func:`overlapping_keys` matches with it."""
+        words = key.split()
+        near = set().union(*(self._key_words.get(w, ()) for w in words))  # longer names holding one of its words
+        if len(words) > 1:
+            near.update(w for w in words if w in self._ent)  # ... and its single words, when stored as names
+            near.update(" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 2, len(words) + 1)
+                        if " ".join(words[i:j]) in self._ent)
+        near.discard(key)
+        return overlapping_keys(key, near)
 
     def recency(self, now: float, half_life_s: float, positions: np.ndarray | None = None) -> np.ndarray:
         """exp(-ln2 * age / half_life) per (given) position, 1.0 for the newest possible."""
