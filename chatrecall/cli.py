@@ -1,9 +1,10 @@
-"""Command line: chatrecall demo | ingest | ask | pins | stats | mcp | bench."""
+"""Command line: chatrecall demo | prepare | ingest | ask | pins | forget | stats | mcp | bench."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import json
 import re
@@ -31,6 +32,7 @@ from .core import (
     StoreUnavailableError,
     Strategy,
     Turn,
+    closest_name,
 )
 from .core._config import StoreLimits
 from .core._validate import check_turn
@@ -52,6 +54,7 @@ examples:
   chatrecall ingest turns.jsonl --user u1           store turns from a JSON / JSONL file
   chatrecall ask "what about that function?" --user u1
   chatrecall pins --user u1 --add "We use Postgres"
+  chatrecall forget --user u1 --yes                 delete u1's memories and pins (--session S: one session's)
   chatrecall stats                                  every namespace in the store
 
 Global options (--path, --url, --namespace) may go before or after the command.
@@ -62,7 +65,10 @@ file formats (fields per turn: text (or content), role, session_id, user_id, tim
   JSONL   one turn per line:  {"role": "user", "text": "We use Postgres.", "session_id": "s1"}
   JSON    a list of turns, or {"turns": [...]}
 user_id / session_id default to --user / --session; role defaults to "user";
-timestamp is epoch seconds or ISO 8601 ("2025-01-31T09:00:00Z"); metadata is a flat object."""
+timestamp is epoch seconds or ISO 8601 ("2025-01-31T09:00:00Z"); metadata is a flat object.
+In a file with timestamps, a turn without one takes the previous dated turn's time plus one
+second (before the first dated turn: its time minus one second); a file without any is
+stored at ingest time."""
 
 
 # ---------------------------------------------------------------- argparse plumbing
@@ -79,11 +85,49 @@ class _Help(argparse.RawDescriptionHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """ArgumentParser whose subparsers (added anywhere) share our help formatter."""
+    """ArgumentParser whose subparsers (added anywhere) share our help formatter, and whose usage errors name an
+    option it does not know, with the closest one it takes."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Help)
         super().__init__(*args, **kwargs)
+        self._argv: list[str] = []
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        self._argv = list(sys.argv[1:] if args is None else args)  # for error(): the words this parser was given
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> Any:  # argparse's own: prints usage and the message, exits 2
+        """An unknown option is named first: ``ask hi --usr u`` said only "the following arguments are required:
+        --user" (nu47 A4)."""
+        super().error(_unknown_option(self, self._argv) or message)
+
+
+def _unknown_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """"unknown option --usr: did you mean --user?" for the first option in ``argv`` that ``parser`` (or the
+    subcommand ``argv`` names) does not take; None when there is none."""
+    known = set(parser._option_string_actions)
+    for word in argv:
+        if word == "--":
+            break
+        sub = next((a.choices[word] for a in parser._actions
+                    if isinstance(a, argparse._SubParsersAction) and word in a.choices), None)
+        if sub is not None:  # the options after a command are the command's (global ones included)
+            parser = sub
+            known |= set(sub._option_string_actions)
+            continue
+        if not word.startswith("-") or word == "-" or " " in word or re.match(r"-\.?\d", word):
+            continue  # a positional, a message, a negative number
+        name = word.split("=", 1)[0]
+        if name in known or (name.startswith("--") and any(k.startswith(name) for k in known)):
+            continue  # known, or argparse's unambiguous abbreviation
+        offered = sorted(k for k in parser._option_string_actions if k.startswith("--"))
+        hint = closest_name(name.lstrip("-"), [k[2:] for k in offered], cutoff=0.6)  # "--" alike in every name
+        if hint:
+            return f"unknown option {name}: did you mean --{hint}?"
+        return f"unknown option {name}; {parser.prog} takes {', '.join(offered)}"
+    return None
 
 
 def _positive_int(text: str) -> int:
@@ -246,12 +290,16 @@ def _metrics_path(args: argparse.Namespace, namespace: str | None = None) -> Pat
     return _metrics_dir(args) / f"{namespace or args.namespace}-metrics.json"
 
 
-def _save_metrics(args: argparse.Namespace, cr: ChatRecall) -> None:
+def _save_metrics(args: argparse.Namespace, cr: ChatRecall, *, user: str) -> None:
+    """Save the run's metrics beside the embedded store, one file per namespace (the last run's), with the command
+    and the user it ran for: ``stats`` says whose run they are."""
     if args.url:
         return
     path = _metrics_path(args)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cr.stats(), indent=1), encoding="utf-8")
+    snap = dict(cr.stats())
+    snap["run"] = {"command": args.command, "user": user, "at": time.time()}
+    path.write_text(json.dumps(snap, indent=1), encoding="utf-8")
 
 
 # ---------------------------------------------------------------- demo
@@ -272,7 +320,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   f"{len(sample['pins'])} pin(s) for user {user!r} in namespace {args.namespace!r}")
     for msg in sample["messages"]:
         show_result(cr.retrieve(msg, user_id=user, session_id="demo"))
-    _save_metrics(args, cr)
+    _save_metrics(args, cr, user=user)
     cr.close()
     console.print(f"see the stored data with: chatrecall stats --namespace {args.namespace} --user {user}",
                   highlight=False, soft_wrap=True)
@@ -405,7 +453,26 @@ def _check_turns(path: Path, rows: list[tuple[int, Any]], user: str, session: st
             turns.append(check_turn(raw, limits))
         except ChatRecallError as exc:
             raise ChatRecallError(f"{where}: {exc}") from None
-    return turns
+    return _date_undated(turns)
+
+
+def _date_undated(turns: list[Turn]) -> list[Turn]:
+    """In a file whose other turns are dated, date each undated turn from its neighbours in the file: the previous
+    dated turn's time plus one second, or, before the first dated turn, that turn's time minus one second. Stored
+    at ingest time instead, the assistant's reply to a turn of last March became the newest memory (nu47 A2). A
+    file with no timestamps at all is left as it is (each turn dated when stored)."""
+    dated = [t.timestamp for t in turns if t.timestamp is not None]
+    if not dated or len(dated) == len(turns):
+        return turns
+    out = []
+    previous: float | None = None
+    for t in turns:
+        if t.timestamp is not None:
+            previous = t.timestamp
+            out.append(t)
+        else:
+            out.append(dataclasses.replace(t, timestamp=dated[0] - 1.0 if previous is None else previous + 1.0))
+    return out
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -437,12 +504,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
     # shown are the retrieve's own, as in a long-running app (the gate's part is then tens of microseconds).
     cr.decide(args.message)
     with _model_status(cr):
-        res = cr.retrieve(args.message, user_id=args.user, session_id=args.session, strategy=args.strategy)
+        # --at: as of that moment; what was stored or pinned after it is left out, as it was not there then
+        res = cr.retrieve(args.message, user_id=args.user, session_id=args.session, strategy=args.strategy,
+                          as_of=args.at)
     if args.json:
         print(json.dumps(_result_json(res), indent=2, ensure_ascii=False))
     else:
         show_result(res)
-    _save_metrics(args, cr)
+    _save_metrics(args, cr, user=args.user)
     return 0
 
 
@@ -511,6 +580,34 @@ def cmd_pins(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- forget
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Delete a user's memories and pins (and private documents), or one session's; only with --yes."""
+    cr = _engine(args)
+    where = f"user {args.user!r}" + (f", session {args.session!r}" if args.session else "") \
+        + f" in namespace {args.namespace!r}"
+    if not args.yes:
+        memories = cr.count(args.user, args.session)
+        pins = [p for p in cr.pins(args.user, args.session) if args.session is None or p.session_id == args.session]
+        if not memories and not pins:
+            raise NotFoundError(f"nothing to forget: {where} has no memories or pins" + (
+                "" if args.session else " (--yes would still delete the user's private documents, if any)"))
+        what = f"{memories} memories and {len(pins)} pins" + ("" if args.session else " (and private documents)")
+        forget = ["chatrecall", "forget", "--user", args.user, *(["--session", args.session] if args.session else []),
+                  *(["--namespace", args.namespace] if args.namespace != "chatrecall" else []), "--yes"]
+        raise ChatRecallError(f"not deleted: forget needs --yes to delete the {what} of {where}; to delete them: "
+                              + " ".join(forget))
+    try:
+        report = cr.forget(args.user, args.session)
+    except NotFoundError:
+        raise NotFoundError(f"nothing stored for {where} (user ids are exact, and each namespace is a store of its "
+                            "own: --namespace NAME)") from None
+    console.print(f"[yellow]forgot[/] {report.memories} memories and {report.pins} pins of {escape(where)}",
+                  highlight=False, soft_wrap=True)
+    return 0
+
+
 # ---------------------------------------------------------------- stats
 
 _COLLECTIONS = ("memories", "pins", "corpus")
@@ -561,7 +658,21 @@ def cmd_stats(args: argparse.Namespace) -> int:
                       highlight=False)
     elif path.exists():
         snap = json.loads(path.read_text(encoding="utf-8"))
-        t = Table(title=f"metrics of the last demo / ask run in {args.namespace!r}")
+        run = snap.get("run") or {}
+        whose = run.get("user")
+        if whose is None:  # saved by a version that did not record it
+            head = f"metrics of the last demo / ask run in namespace {args.namespace!r} (its user not recorded)"
+        else:
+            when = datetime.datetime.fromtimestamp(run.get("at", 0), datetime.timezone.utc).strftime(
+                "%Y-%m-%d %H:%M UTC")
+            head = (f"metrics of the last {run.get('command', 'ask')} run in namespace {args.namespace!r}, for user "
+                    f"{whose!r} ({when})")
+        if args.user and whose != args.user:
+            # one file per namespace, of its last run: under another user's line it read as theirs (nu47 A5)
+            head += (f", not {args.user!r}" if whose else f", maybe not {args.user!r}") + \
+                ": the CLI keeps one run's metrics per namespace, not per user"
+        console.print(head + ":", highlight=False, soft_wrap=True)
+        t = Table()
         t.add_column("metric")
         t.add_column("value", justify="right")
         for k, v in sorted(snap["counters"].items()):
@@ -650,7 +761,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.add_argument("--at", type=_moment, metavar="WHEN",
                    help="decide as of this moment (ISO date-time, UTC unless it names a zone, or Unix seconds): "
-                        "recency and 'last week' are read from it, as with an app's fixed clock")
+                        "turns stored and pins made after it are left out, and recency and 'last week' are read "
+                        "from it, as with an app's fixed clock")
     s.set_defaults(func=cmd_ask)
 
     s = sub.add_parser("pins", help="list, add or remove pinned constraints")
@@ -660,6 +772,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--remove", metavar="PIN_ID", type=_nonempty,
                    help="unpin by id, or by a unique prefix of the id as listed")
     s.set_defaults(func=cmd_pins)
+
+    s = sub.add_parser("forget", help="delete a user's memories and pins, or one session's (needs --yes)")
+    s.add_argument("--user", required=True, help="whose memories and pins (and, without --session, private "
+                                                 "documents) to delete")
+    s.add_argument("--session", help="delete only this session's memories and pins")
+    s.add_argument("--yes", action="store_true",
+                   help="confirm: without it nothing is deleted, and what would be is counted")
+    s.set_defaults(func=cmd_forget)
 
     s = sub.add_parser("stats", help="record counts of every namespace, and the last run's metrics")
     s.add_argument("--user", help="also count this user's memories and pins")

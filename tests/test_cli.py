@@ -376,3 +376,124 @@ def test_a_dead_server_url_names_the_cli_fix(capsys: pytest.CaptureFixture[str])
     assert cli_mod.main(["--url", url, "ask", "hello", "--user", "u"]) == 2
     err = capsys.readouterr().err
     assert url in err and "--url" in err and "lazy=True" not in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------ nu47: --at, undated turns, forget, options, stats
+
+_INES = [  # nu47's scratch/ines_ok.jsonl, a year earlier (every pin a test makes is newer than all of it)
+    {"session_id": "s1", "role": "user", "text": "Acme pays me €0.09 per word for shipping manuals.",
+     "timestamp": "2025-03-02T09:00:00Z"},
+    {"session_id": "s1", "role": "assistant", "content": "Noted: Acme, €0.09 per word."},
+    {"session_id": "s2", "role": "user", "text": "Acme agreed to a new rate: €0.11 per word from April.",
+     "timestamp": "2025-03-09T10:00:00Z"},
+]
+
+
+def _ines_file(tmp_path: Path) -> Path:
+    f = tmp_path / "ines.jsonl"
+    f.write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in _INES), encoding="utf-8")
+    return f
+
+
+@pytest.mark.model
+def test_ask_at_answers_as_of_that_moment(tmp_path: Path, cli: Run) -> None:
+    # nu47 A1: `ask --at 2026-03-05T08:00` ranked first, and showed, the turn stored on 2026-03-09
+    home = str(tmp_path / "home")
+    code, _, err = cli("--path", home, "ingest", str(_ines_file(tmp_path)), "--user", "ines")
+    assert code == 0, err
+    code, out, _ = cli("--path", home, "pins", "--user", "ines", "--add", "Quote rates in euros.")
+    assert code == 0
+    code, out, _ = cli("--path", home, "ask", "what's my rate for Acme?", "--user", "ines", "--json",
+                       "--at", "2025-03-05T08:00")
+    res = json.loads(out[out.index("{"):])
+    assert code == 0 and res["items"], out
+    texts = [i["text"] for i in res["items"]]
+    assert not any("new rate" in t for t in texts) and "new rate" not in res["context"], texts
+    assert texts[0] == "Acme pays me €0.09 per word for shipping manuals."
+    assert res["pins"] == [], "the pin was made after that moment"
+    assert "now 2025-03-05 08:00" in res["context"]
+    assert any("1 turn stored after it and 1 pin made after it left out" in n for n in res["notes"]), res["notes"]
+    code, out, _ = cli("--path", home, "ask", "what's my rate for Acme?", "--user", "ines", "--json",
+                       "--at", "2025-03-10T08:00")
+    res = json.loads(out[out.index("{"):])
+    assert code == 0 and res["items"][0]["text"].startswith("Acme agreed to a new rate")
+
+
+def test_undated_turn_of_a_dated_file_takes_its_neighbours_time(tmp_path: Path, cli_hash: Run) -> None:
+    # nu47 A2: the assistant's undated reply to a turn of March was stored at ingest time, the newest memory
+    from chatrecall.adapters.chroma import ChromaStore
+    from chatrecall.cli import _check_turns, _parse_jsonl_turns
+
+    march_2 = 1740906000.0  # 2025-03-02T09:00:00Z
+    rows = _parse_jsonl_turns(Path("t.jsonl"), "\n".join(json.dumps(t) for t in [
+        {"text": "Hi, I'm Inês."}, {"text": "Hello!", "role": "assistant"}, *_INES]))
+    turns = _check_turns(Path("t.jsonl"), rows, "u", "s1")
+    assert [t.timestamp for t in turns] == [march_2 - 1, march_2 - 1, march_2, march_2 + 1, 1741514400.0]
+    plain = _check_turns(Path("t.jsonl"), _parse_jsonl_turns(Path("t.jsonl"), '{"text": "a"}\n{"text": "b"}'),
+                         "u", "s")
+    assert [t.timestamp for t in plain] == [None, None], "a file with no timestamps is dated when stored"
+
+    home = tmp_path / "home"
+    code, _, err = cli_hash("--path", str(home), "ingest", str(_ines_file(tmp_path)), "--user", "ines")
+    assert code == 0, err
+    cr = ChatRecall(store=ChromaStore(path=home), embedder=HashEmbedder(dim=384))
+    try:
+        reply = [r for r in cr.history("ines", "s1") if r.role == "assistant"]
+        assert [r.timestamp for r in reply] == [march_2 + 1]
+    finally:
+        cr.close()
+
+
+def test_forget_needs_yes_and_deletes_a_session_or_a_user(tmp_path: Path, cli_hash: Run) -> None:
+    # nu47 A4: the CLI had no forget: a user who ingested the wrong file had to write Python
+    from chatrecall.adapters.chroma import ChromaStore
+
+    home = tmp_path / "home"
+    cr = ChatRecall(store=ChromaStore(path=home), embedder=HashEmbedder(dim=384))
+    cr.add_many([{"text": f"turn {i}", "user_id": "u1", "session_id": s} for i, s in enumerate("aab")])
+    cr.pin("Answer in British English.", user_id="u1")
+    cr.add("someone else", user_id="u2", session_id="a")
+    cr.close()
+    code, _, err = cli_hash("--path", str(home), "forget", "--user", "u1")
+    assert code == 2 and "not deleted" in err and "--yes" in err and "3 memories and 1 pins" in err, err
+    code, _, err = cli_hash("--path", str(home), "forget", "--user", "u1", "--session", "a")
+    assert code == 2 and "2 memories and 0 pins" in err and "--session a --yes" in err, err
+    code, out, _ = cli_hash("--path", str(home), "stats", "--user", "u1")
+    assert "3 memories, 1 pins" in out, "nothing deleted without --yes"
+    code, out, _ = cli_hash("--path", str(home), "forget", "--user", "u1", "--session", "a", "--yes")
+    assert code == 0 and "forgot 2 memories and 0 pins of user 'u1', session 'a'" in out
+    code, out, _ = cli_hash("--path", str(home), "forget", "--user", "u1", "--yes")
+    assert code == 0 and "forgot 1 memories and 1 pins of user 'u1'" in out
+    code, _, err = cli_hash("--path", str(home), "forget", "--user", "u1", "--yes")
+    assert code == 2 and "nothing stored for user 'u1'" in err and "--namespace" in err
+    code, out, _ = cli_hash("--path", str(home), "stats", "--user", "u2")
+    assert "1 memories" in out, "another user's memories stay"
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["ask", "hi", "--usr", "u"], "unknown option --usr: did you mean --user?"),
+    (["ask", "hi", "--user", "u", "--sesion", "s"], "unknown option --sesion: did you mean --session?"),
+    (["stats", "--usr", "u"], "unknown option --usr: did you mean --user?"),
+    (["pins", "--user=u", "--ad", "x", "--namespce", "n"], "unknown option --namespce: did you mean --namespace?"),
+    (["forget", "--user", "u", "--yess"], "unknown option --yess: did you mean --yes?"),
+    (["ask", "hi", "--user", "u", "--frobnicate"], "unknown option --frobnicate; chatrecall ask takes --at, "),
+])
+def test_an_unknown_option_is_named_with_the_closest_one(argv: list[str], needle: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # nu47 A4: `ask hi --usr u` said only "the following arguments are required: --user"
+    assert cli_mod.main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err, err
+
+
+def test_stats_says_whose_run_the_metrics_are(tmp_path: Path, cli_hash: Run) -> None:
+    # nu47 A5: `stats --user nobody` showed the last `ask` run's metrics (another user's) right under nobody's line
+    home = str(tmp_path / "home")
+    code, _, _ = cli_hash("--path", home, "ask", "thanks!", "--user", "ines")
+    assert code == 0
+    code, out, _ = cli_hash("--path", home, "stats", "--user", "nobody")
+    assert code == 0 and "user 'nobody' in 'chatrecall': 0 memories" in out
+    assert "metrics of the last ask run in namespace 'chatrecall', for user 'ines'" in out
+    assert "not 'nobody'" in out and "per namespace, not per user" in out
+    code, out, _ = cli_hash("--path", home, "stats", "--user", "ines")
+    assert code == 0 and "for user 'ines'" in out and "not 'ines'" not in out

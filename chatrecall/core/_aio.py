@@ -171,11 +171,12 @@ class _AsyncMixin:
         budget_tokens: int | None = None,
         include_recent: bool = True,
         exclude_ids: Collection[str] = (),
+        as_of: float | Any = None,
     ) -> RetrievalResult:
         """Async :meth:`ChatRecall.retrieve`: gate, two-phase search and budget."""
         return await self._arun(self._sync().retrieve, message, user_id=user_id, session_id=session_id, k=k,
                                 strategy=strategy, route=route, budget_tokens=budget_tokens,
-                                include_recent=include_recent, exclude_ids=exclude_ids)
+                                include_recent=include_recent, exclude_ids=exclude_ids, as_of=as_of)
 
     @keywords_checked
     async def asearch(

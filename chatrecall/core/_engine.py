@@ -70,6 +70,7 @@ from ._validate import (
     check_metadata,
     check_strategy,
     check_text,
+    check_timestamp,
     check_turn,
     keywords_checked,
 )
@@ -187,6 +188,8 @@ class _Run:
     inject_recent: bool = True
     #: Record ids the caller's own history shows (``retrieve(exclude_ids=...)``): left out of the memory search.
     shown: frozenset[str] = frozenset()
+    #: ``retrieve(as_of=...)``: turns stored and pins made after it are neither searched nor shown (None: all).
+    as_of: float | None = None
     entities: list[Entity] = dataclasses.field(default_factory=list)
     qvec: np.ndarray | None = None
     search: _Search | None = None
@@ -1062,13 +1065,17 @@ class ChatRecall(_AsyncMixin):
                             if p.record.session_id == session_id and p.record.id not in have]
         return sorted(map(without_parts, records), key=lambda r: (r.timestamp, r.seq))
 
-    def _recent(self, st: _UserState, session_id: str) -> tuple[ScoredItem, ...]:
+    def _recent(self, st: _UserState, session_id: str, as_of: float | None = None) -> tuple[ScoredItem, ...]:
+        """The session's last turns (stored up to ``as_of`` when given), within the recent window's caps."""
         cfg = self.retrieval_config
         if cfg.recent_turns == 0:
             return ()
         count = self.token_counter.count
         with st.lock:
-            positions = st.index.session_positions(session_id)[-cfg.recent_turns:].tolist()
+            session = st.index.session_positions(session_id)
+            if as_of is not None and session.size:
+                session = session[st.index.timestamps[session] <= as_of]
+            positions = session[-cfg.recent_turns:].tolist()
             recs = [(st.index.records[p], st.index.token_count(p, count)) for p in positions]  # counts cached
         out: list[ScoredItem] = []
         used = 0
@@ -1136,6 +1143,7 @@ class ChatRecall(_AsyncMixin):
         refresh: bool = True,
         now: float | None = None,
         pins: Sequence[str] = (),
+        as_of: float | None = None,
     ) -> _Search:
         """Rank one user's memories for ``query`` (the ranking itself: :func:`rank_memories`).
 
@@ -1145,7 +1153,8 @@ class ChatRecall(_AsyncMixin):
         ``refresh=False``: the caller has just found the index fresh
         (:meth:`_fresh_without_store`). ``now``: the reference time (default: the engine's clock). ``pins``: the
         texts of the pins shown with the result; a turn that repeats one (:func:`repeats`: the request that made
-        it, "From now on, always give distances in kilometres.") is left out, as the recent window is.
+        it, "From now on, always give distances in kilometres.") is left out, as the recent window is. ``as_of``:
+        turns stored after it are left out (``retrieve(as_of=...)``).
         """
         now = self._clock() if now is None else now
         st = self._state(user_id)
@@ -1160,7 +1169,7 @@ class ChatRecall(_AsyncMixin):
             if echo.size:
                 ex = np.union1d(ex, echo)
             r = rank_memories(idx, query, qvec, entities, strategy=strategy, k=k, now=now,
-                              config=self.retrieval_config, allowed=allowed, exclude=ex, weights=weights)
+                              config=self.retrieval_config, allowed=allowed, exclude=ex, weights=weights, until=as_of)
             items: list[ScoredItem] = []
             rejected: list[ScoredItem] = []
             has_cue = bool(r.time_cue)
@@ -1373,6 +1382,7 @@ class ChatRecall(_AsyncMixin):
         budget_tokens: int | None = None,
         include_recent: bool = True,
         exclude_ids: Collection[str] = (),
+        as_of: float | Any = None,
     ) -> RetrievalResult:
         """Decide whether and where to search for ``message``, search, and budget.
 
@@ -1407,6 +1417,14 @@ class ChatRecall(_AsyncMixin):
                 shows (LlamaIndex ``ChatRecallRetriever(history=...)``), so
                 they are not injected twice and ``k`` is filled from the
                 rest. Unknown ids are ignored.
+            as_of: Answer as of this moment (epoch seconds, an aware
+                ``datetime``, or ISO 8601; naive means UTC), as the call would
+                have then: turns stored after it are neither searched nor in
+                the recent window, pins made after it are not shown, and
+                recency, "last week" and the context's "now" are read from it
+                instead of the engine's clock. A note says how many were left
+                out. Documents are searched as they are now. Default: now, and
+                everything stored.
 
         Backend failures never raise here: the result reports a degraded
         route in ``notes`` and carries whatever could be retrieved; a user
@@ -1438,8 +1456,10 @@ class ChatRecall(_AsyncMixin):
         if not isinstance(include_recent, bool):
             raise InvalidInputError(f"include_recent={include_recent!r} is invalid: must be True or False")
         shown = check_ids("exclude_ids", exclude_ids)
+        until = check_timestamp(as_of, "as_of")
         run = _Run(message=message, user_id=user_id, session_id=session_id, k=k, explicit_k=explicit_k,
-                   strategy=strat, t_start=t_start, now=self._clock(), shown=shown)
+                   strategy=strat, t_start=t_start, now=self._clock() if until is None else until, shown=shown,
+                   as_of=until)
         return self._retrieve(run, route, budget_tokens, include_recent)
 
     def _retrieve(self, run: _Run, forced: Route | None, budget_tokens: int | None,
@@ -1624,13 +1644,31 @@ class ChatRecall(_AsyncMixin):
                     self.metrics.incr("degraded")
                     run.store_down = isinstance(exc, StoreUnavailableError)
                     run.pins = cached_pins
+            if run.as_of is not None:
+                self._as_of_step(run, st)
             if run.session_id is not None:
-                run.recent = self._recent(st, run.session_id)
+                run.recent = self._recent(st, run.session_id, run.as_of)
                 run.inject_recent = include_recent
                 if run.recent and not include_recent:
                     run.notes.append(f"recent window ({len(run.recent)} turns) not injected: the caller sends its "
                                      "own history; those turns are still left out of the memory search")
         run.timings["state"] = (time.perf_counter() - t) * 1e3
+
+    @staticmethod
+    def _as_of_step(run: _Run, st: _UserState) -> None:
+        """``retrieve(as_of=...)``: leave out the pins made after it, and say what was left out (the turns stored
+        after it are left out by each search and by the recent window)."""
+        as_of = run.as_of
+        assert as_of is not None
+        kept = [p for p in run.pins if p.created_at <= as_of]
+        pins = len(run.pins) - len(kept)
+        run.pins = kept
+        with st.lock:
+            turns = int(np.count_nonzero(st.index.timestamps > as_of))
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(as_of))
+        left = [f"{turns} turn{'s' if turns != 1 else ''} stored after it"] if turns else []
+        left += [f"{pins} pin{'s' if pins != 1 else ''} made after it"] if pins else []
+        run.notes.append(f"as of {when}: " + (" and ".join(left) + " left out" if left else "nothing stored after it"))
 
     def _write_pending_step(self, run: _Run, st: _UserState) -> None:
         """Write the turns kept while the store was unavailable before this turn reads; never raises. When the
@@ -1734,6 +1772,8 @@ class ChatRecall(_AsyncMixin):
                 # the message itself does not count when the caller stored it before asking (LlamaIndex's put,
                 # then get): its copy in the recent window would name every anchor of the message
                 itself = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos and run.is_message(i)]
+                if run.as_of is not None:  # a name only later turns hold is not known as of then
+                    itself += np.flatnonzero(st.index.timestamps > run.as_of).tolist()
                 hits = st.index.known((e.key for e in run.entities if e.kind in _ANCHOR_KINDS), exclude=itself)
             if hits:
                 route = Route.BOTH
@@ -1858,10 +1898,11 @@ class ChatRecall(_AsyncMixin):
             if timeout_ms is None or fresh:
                 search = self._search_memory(run.query, run.qvec, run.entities, run.user_id,
                                              strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh,
-                                             now=run.now, pins=pins)
+                                             now=run.now, pins=pins, as_of=run.as_of)
             else:
                 fut = self._pool.submit(self._search_memory, run.query, run.qvec, run.entities, run.user_id,
-                                        strategy=run.strategy, k=k, exclude=exclude, now=run.now, pins=pins)
+                                        strategy=run.strategy, k=k, exclude=exclude, now=run.now, pins=pins,
+                                        as_of=run.as_of)
                 try:
                     search = fut.result(timeout=timeout_ms / 1e3)
                 except cf.TimeoutError:

@@ -258,6 +258,7 @@ def rank_memories(
     exclude: np.ndarray | None = None,
     weights: Mapping[str, float] | None = None,
     params: RankParams = DEFAULT_PARAMS,
+    until: float | None = None,
 ) -> Ranking:
     """Rank one user's memories for ``query`` (call under the user's lock).
 
@@ -283,6 +284,8 @@ def rank_memories(
         exclude: Positions never returned (the recent window), or None.
         weights: Weights overriding the strategy's.
         params: Fusion knobs.
+        until: Epoch seconds: turns stored after it are never candidates, nor fill a candidate list (the dense,
+            entity, newest and period lists are taken among the turns up to it), or None.
     """
     qtype = classify_query(query, entities)
     strat, w = _weights(strategy, qtype, config, weights, params)
@@ -301,6 +304,15 @@ def rank_memories(
         return empty
     C = max(config.candidates, k)
     ex = exclude if exclude is not None else np.zeros(0, dtype=np.int64)
+    later = np.zeros(0, dtype=np.int64)
+    if until is not None:
+        later = np.flatnonzero(idx.timestamps > until)
+        if later.size:  # the turns up to ``until`` are the allowed ones; the later ones are excluded
+            ex = np.union1d(ex, later)
+            early = np.flatnonzero(idx.timestamps <= until)
+            allowed = early if allowed is None else allowed[np.isin(allowed, early)]
+            if allowed.size == 0:
+                return empty
 
     parts: list[np.ndarray] = []
     dense_rank: dict[int, int] = {}
@@ -329,12 +341,21 @@ def rank_memories(
             parts.append(topk_nonzero(keyword, C))
     keys = [e.key for e in entities]
     entity, related = idx.entity_scores(keys)
+    if later.size:
+        entity[later] = 0.0  # a fresh array: later turns must not fill the entity list
     if w["entity"] > 0:
         parts.append(topk_nonzero(entity, C))
     if strat is Strategy.RECENCY:
-        parts.append(topk(idx.timestamps.astype(np.float64), C))
+        if later.size:
+            assert allowed is not None
+            parts.append(allowed[topk(idx.timestamps[allowed].astype(np.float64), C)])
+        else:
+            parts.append(topk(idx.timestamps.astype(np.float64), C))
     if cue.window is not None:
-        inside = np.flatnonzero((idx.timestamps >= cue.window[0]) & (idx.timestamps < cue.window[1]))
+        period = (idx.timestamps >= cue.window[0]) & (idx.timestamps < cue.window[1])
+        if until is not None:
+            period &= idx.timestamps <= until
+        inside = np.flatnonzero(period)
         if inside.size > C:
             inside = idx.dense_topk_among(qvec, inside, C)[0]
         parts.append(inside)

@@ -92,9 +92,9 @@ def check_id(name: str, value: Any, limits: StoreLimits) -> str:
 _TS_MIN, _TS_MAX = -62_135_596_800.0, 253_402_300_799.0
 
 
-def check_timestamp(value: Any) -> float | None:
+def check_timestamp(value: Any, name: str = "timestamp") -> float | None:
     """None, an epoch number in datetime's range (years 1 to 9999), a datetime, or an ISO 8601 string
-    ("2025-01-06T09:00:00Z"; naive = UTC)."""
+    ("2025-01-06T09:00:00Z"; naive = UTC). ``name``: the argument named in the error."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -102,7 +102,7 @@ def check_timestamp(value: Any) -> float | None:
             value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
             raise InvalidInputError(
-                f"timestamp={_short(value)} is neither epoch seconds, a datetime nor ISO 8601 "
+                f"{name}={_short(value)} is neither epoch seconds, a datetime nor ISO 8601 "
                 "(e.g. '2025-01-06T09:00:00Z')"
             ) from None
     if isinstance(value, _dt.datetime):
@@ -112,11 +112,11 @@ def check_timestamp(value: Any) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         if not _TS_MIN <= value <= _TS_MAX:
             raise InvalidInputError(
-                f"timestamp={_short(value)} is out of range: epoch seconds between {_TS_MIN:.0f} (year 1) "
+                f"{name}={_short(value)} is out of range: epoch seconds between {_TS_MIN:.0f} (year 1) "
                 f"and {_TS_MAX:.0f} (year 9999)"
             )
         return float(value)
-    raise InvalidInputError(f"timestamp must be a finite number, a datetime or an ISO 8601 string, got {_short(value)}")
+    raise InvalidInputError(f"{name} must be a finite number, a datetime or an ISO 8601 string, got {_short(value)}")
 
 
 def check_metadata(value: Any, limits: StoreLimits) -> Mapping[str, Scalar]:
