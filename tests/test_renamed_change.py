@@ -50,6 +50,7 @@ def test_the_replaced_thing_is_read(text: str, words: set[str]) -> None:
     "my brother finally sold his Subaru and bought a Tesla Model Y",  # his, not the user's (stop 44, R1b)
     "my roommate switched from notion to obsidian, keeps going on about it",  # R1c: the roommate did
     "Jake finally got rid of the Kindle, he reads on his phone now",
+    "Done, the error is gone. Staging is back up.",  # a problem solved
 ])
 
 def test_nothing_replaced(text: str) -> None:

@@ -23,10 +23,11 @@ REPLACED_AFTER_VERB = re.compile(
     re.IGNORECASE,
 )
 
-#: The thing replaced, before what ended it: "the ThinkPad finally died", "my Corolla got written off".
+#: The thing replaced, before what ended it: "the ThinkPad finally died", "my Corolla got written off". Not "is
+#: gone": "the error is gone" is a problem solved, not a thing replaced (tests/test_ranking.py's error question).
 REPLACED_BEFORE_END = re.compile(
     r"\b(?P<whose>the|my|our|old)\s+(?:old\s+)?(?P<thing>[^\W\d_][\w+'-]*)\s+(?:\w+\s+)?"
-    r"(?:died|broke(?: down)?|is gone|was stolen|got stolen|stopped working|is dead|gave up|"
+    r"(?:died|broke(?: down)?|was stolen|got stolen|stopped working|is dead|gave up|"
     r"(?:got|was) written off|(?:got|was) totall?ed)\b",
     re.IGNORECASE,
 )
