@@ -44,8 +44,10 @@ CLOSING = "Anytime! Enjoy the shows."
 def test_a_chatbots_reply_rides_on_nothing_but_the_turn_it_answers() -> None:
     ranked = _chat("user", "assistant")
     # the reply to the fact keeps that turn's neighbour support (the bot's answer to what the user said stays
-    # reachable); the closing reply, answering "ok thanks", no longer rides on the session's match
-    assert ranked[:3] == [STALE, REPLY, UPDATE], ranked
+    # reachable); the closing reply, answering "ok thanks", no longer rides on the session's match. Since stop 44
+    # (R1c) the update, which names what it replaces ("Cancelled Netflix"), is lifted above the stale fact naming
+    # Netflix; before, it came third
+    assert ranked[:3] == [UPDATE, STALE, REPLY], ranked
 
 
 def test_between_two_people_the_support_is_unchanged() -> None:
