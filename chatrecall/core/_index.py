@@ -460,7 +460,6 @@ class UserIndex:
         self._noans = np.zeros(0, dtype=bool)
         self._states = np.zeros(0, dtype=bool)  # see _states_own
         self._change = np.zeros(0, dtype=bool)  # see _states_change
-        self._replaced: dict[int, frozenset[str]] = {}  # position -> what its change replaces (_replaced_words)
         self._dispute = np.zeros(0, dtype=np.int8)  # see _dispute_kind
         self._rcode = np.zeros(0, dtype=np.int64)
         self._role_code: dict[str, int] = {}
@@ -476,7 +475,8 @@ class UserIndex:
         self._post_np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._ent_np: dict[str, np.ndarray] = {}
         self._ent: dict[str, list[int]] = defaultdict(list)
-        self._key_words: dict[str, set[str]] = defaultdict(set)  # word -> the entity keys of two words or more holding it
+        # word -> positions of the records with an entity key of two words or more holding it
+        self._key_words: dict[str, list[int]] = defaultdict(list)
         self._cooc: dict[str, Counter[str]] = defaultdict(Counter)
         self._sessions: dict[str, list[int]] = defaultdict(list)
         self._dirty_sessions: set[str] = set()
@@ -553,7 +553,8 @@ class UserIndex:
     def replaced(self, position: int) -> frozenset[str]:
         """What the user's change at ``position`` says it replaces ("eureka" for "I sold the Eureka and bought a
         Mahlkönig E65S"), as casefolded words; empty for any other turn."""
-        return self._replaced.get(position, _NOTHING)
+        rec = self.records[position]
+        return _replaced_words(rec.text) if self._change[position] and rec.role == "user" else _NOTHING
 
     def naming(self, positions: np.ndarray, words: Iterable[str]) -> np.ndarray:
         """Per given position: the turn holds one of ``words`` (casefolded words, matched as BM25 terms)."""
@@ -668,8 +669,6 @@ class UserIndex:
             self._noans[p] = _is_non_answer(rec.text, rec.role) or _is_handover(rec.text, rec.role)
             self._states[p] = _states_own(rec.text)
             self._change[p] = _states_change(rec.text)
-            if self._change[p] and rec.role == "user" and (gone := _replaced_words(rec.text)):
-                self._replaced[p] = gone
             self._dispute[p] = _dispute_kind(rec.text, rec.role)
             self._rcode[p] = self._role_code.setdefault(rec.role, len(self._role_code))
             self._scode[p] = self._session_code.setdefault(rec.session_id, len(self._session_code))
@@ -688,10 +687,9 @@ class UserIndex:
                 lst[1].append(tf)
                 self._post_np.pop(t, None)
             keys = rec.entities[:24]  # cap: co-occurrence is quadratic in entities per turn
+            for w in {w for k in keys if " " in k for w in k.split()}:
+                self._key_words[w].append(p)
             for k in keys:
-                if k not in self._ent and " " in k:
-                    for w in k.split():
-                        self._key_words[w].add(k)
                 self._ent[k].append(p)
                 self._ent_np.pop(k, None)
                 c = self._cooc[k]
@@ -1223,18 +1221,23 @@ class UserIndex:
         def mentioned(k: str) -> bool:
             return k in ent and (not skip or any(p not in skip for p in ent[k]))
 
-        return [k for k in dict.fromkeys(keys) if mentioned(k) or any(map(mentioned, self._overlapping(k)))]
+        return [k for k in dict.fromkeys(keys) if mentioned(k) or self._named_in_part(k, skip)]
 
-    def _overlapping(self, key: str) -> list[str]:
-        """The stored entity keys other than ``key`` that :func:`overlapping_keys` matches with it."""
+    def _named_in_part(self, key: str, skip: set[int]) -> bool:
+        """Some memory (not at a ``skip`` position) holds an entity key other than ``key`` that
+        :func:`overlapping_keys` matches with it: a longer name holding it, or a part of it stored as a name."""
         words = key.split()
-        near = set().union(*(self._key_words.get(w, ()) for w in words))  # longer names holding one of its words
-        if len(words) > 1:
-            near.update(w for w in words if w in self._ent)  # ... and its single words, when stored as names
-            near.update(" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 2, len(words) + 1)
-                        if " ".join(words[i:j]) in self._ent)
-        near.discard(key)
-        return overlapping_keys(key, near)
+        ent = self._ent
+        for i in range(len(words)):  # its parts of one word or more, stored as names
+            for j in range(i + 1, len(words) + 1):
+                part = " ".join(words[i:j])
+                if part != key and part in ent and any(p not in skip for p in ent[part]):
+                    return True
+        holders = self._key_words.get(words[0]) if words else None  # records with a longer name holding its words
+        if not holders:
+            return False
+        return any(p not in skip and any(k != key for k in overlapping_keys(key, self.records[p].entities))
+                   for p in dict.fromkeys(holders))
 
     def recency(self, now: float, half_life_s: float, positions: np.ndarray | None = None) -> np.ndarray:
         """exp(-ln2 * age / half_life) per (given) position, 1.0 for the newest possible."""
