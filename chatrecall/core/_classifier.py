@@ -294,6 +294,12 @@ def other_than(message: str, before: str) -> frozenset[str]:
     return frozenset(t for n in names for t in tokenize(n)) - frozenset(tokenize(message)) - _FILLER
 
 
+def asks_other(message: str) -> bool:
+    """Whether a correction asks for "the other ..." or "another one" without saying what it rules out ("no, I
+    meant the other market, the Sunday one"; not "the other one, Kirkstall, not Hartley's")."""
+    return _OTHER.search(message) is not None and not ruled_out(message)[0]
+
+
 def asked_for(message: str, ruled: frozenset[str]) -> frozenset[str]:
     """The index terms a correction asks for, beside those it rules out: its own words minus filler."""
     return frozenset(tokenize(message)) - _FILLER - ruled

@@ -23,7 +23,7 @@ from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of, trim_overlaps
-from ._classifier import asked_for, asks_advice, drop_negated, names_own, other_than, ruled_out
+from ._classifier import asked_for, asks_advice, asks_other, drop_negated, names_own, other_than, ruled_out
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -110,6 +110,9 @@ class _UserState:
     #: Sessions whose last turn brought documents (a follow-up right after one searches the corpus too), each with
     #: whether the documents answered it (a strong passage, or passages alone: a correction searches them again, C52).
     corpus_last: dict[str, bool] = dataclasses.field(default_factory=dict)
+    #: Sessions whose last turn brought documents: those documents' ids, best first (a correction asking for "the other
+    #: one" leaves them out).
+    corpus_docs: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
     #: Shared store: memories-collection count at this user's last resync (None: never), and its time.
@@ -988,6 +991,7 @@ class ChatRecall(_AsyncMixin):
                 st.pins = None
                 st.correction_pending.discard(session_id)
                 st.corpus_last.pop(session_id, None)
+                st.corpus_docs.pop(session_id, None)
         if mem == 0 and pins == 0 and docs == 0:
             raise NotFoundError(
                 f"nothing stored for user {user_id!r}" + (f" in session {session_id!r}" if session_id else "")
@@ -1502,6 +1506,7 @@ class ChatRecall(_AsyncMixin):
             self._settle_corpus_probe(run, gate)
             if gate.correction:
                 self._drop_ruled_out(run)
+                self._drop_shown_documents(run)
             if run.shown:
                 self._note_shown(run)
         result = self._assemble(run, gate, plan, budget_tokens)
@@ -1576,8 +1581,10 @@ class ChatRecall(_AsyncMixin):
         passages = [i for i in result.items if i.source == "corpus"]
         if not run.probe_only and passages:
             st.corpus_last[sid] = self._strong_corpus(passages) or len(passages) == len(result.items)
+            st.corpus_docs[sid] = tuple(dict.fromkeys(i.record.session_id for i in passages if i.record is not None))
         else:
             st.corpus_last.pop(sid, None)
+            st.corpus_docs.pop(sid, None)
 
     # ---------------------------------------------------------------- retrieve steps
     @staticmethod
@@ -2129,6 +2136,33 @@ class ChatRecall(_AsyncMixin):
         if len(run.rejected) > before:
             run.notes.append(f"correction: {len(run.rejected) - before} item(s) naming what it rules out "
                              f"({', '.join(sorted(ruled))}) left out")
+
+    @staticmethod
+    def _drop_shown_documents(run: _Run) -> None:
+        """A correction asking for "the other ..." that names nothing to rule out ("no, I meant the other market, the
+        Sunday one" after "what time do I need to be set up at the market?") rules out where the answer came from: the
+        passages of the documents the session's previous turn got are rejected unless they hold every word the
+        correction asks for ("Sunday"). nu45 (stop 43) got the same market's rules first again."""
+        st, sid = run.st, run.session_id
+        if run.ruled or st is None or sid is None or not run.corpus_items or not asks_other(run.message):
+            return
+        shown = set(st.corpus_docs.get(sid, ()))
+        if not shown:
+            return
+        wanted = asked_for(run.message, frozenset())
+        kept: list[ScoredItem] = []
+        for item in run.corpus_items:
+            doc = item.record.session_id if item.record is not None else None
+            if doc in shown and not (wanted and wanted <= set(tokenize(item.text))):
+                title = item.record.metadata.get("title") if item.record is not None else None
+                run.rejected.append(dataclasses.replace(
+                    item, why=f"the correction asks for another than what the corrected turn got ({title or doc!r})"))
+            else:
+                kept.append(item)
+        if len(kept) < len(run.corpus_items):
+            run.notes.append(f"correction: asks for another one: {len(run.corpus_items) - len(kept)} passage(s) of the "
+                             "documents the corrected turn got left out")
+            run.corpus_items = kept
 
     def _settle_phase1(self, run: _Run, plan: _Plan) -> None:
         """Drop the set-aside phase-1 memories only for a strong corpus hit.
