@@ -262,8 +262,12 @@ def _replaced_words(text: str) -> frozenset[str]:
 def overlapping_keys(key: str, stored: Iterable[str]) -> list[str]:
     """The entity keys among ``stored`` that name what ``key`` names by whole words: the same key, one holding it
     ("acme logistic" for "acme") or one it holds ("acme" for "acme logistic"); "acmetech" is another name."""
-    padded = f" {key} "
-    return [k for k in stored if k == key or padded in f" {k} " or f" {k} " in padded]
+    return [k for k in stored if _overlaps(key, k)]
+
+
+def _overlaps(key: str, other: str) -> bool:
+    """``other`` is ``key``, holds it, or is held by it, by whole words."""
+    return other == key or f" {key} " in f" {other} " or f" {other} " in f" {key} "
 
 
 def _states_own(text: str) -> bool:
@@ -475,8 +479,9 @@ class UserIndex:
         self._post_np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._ent_np: dict[str, np.ndarray] = {}
         self._ent: dict[str, list[int]] = defaultdict(list)
-        # word -> positions of the records with an entity key of two words or more holding it
-        self._key_words: dict[str, list[int]] = defaultdict(list)
+        # word -> the entity keys of two words or more holding it, and "" -> [number of keys it was built from]: a
+        # cache (a snapshot restores it empty; built in full on first use, then kept up to date by ``add``)
+        self._long_keys_np: dict[str, list[str]] = {}
         self._cooc: dict[str, Counter[str]] = defaultdict(Counter)
         self._sessions: dict[str, list[int]] = defaultdict(list)
         self._dirty_sessions: set[str] = set()
@@ -687,9 +692,11 @@ class UserIndex:
                 lst[1].append(tf)
                 self._post_np.pop(t, None)
             keys = rec.entities[:24]  # cap: co-occurrence is quadratic in entities per turn
-            for w in {w for k in keys if " " in k for w in k.split()}:
-                self._key_words[w].append(p)
+            long_keys = self._long_keys_np
             for k in keys:
+                if long_keys and " " in k and k not in self._ent:
+                    for w in set(k.split()):
+                        long_keys.setdefault(w, []).append(k)
                 self._ent[k].append(p)
                 self._ent_np.pop(k, None)
                 c = self._cooc[k]
@@ -698,6 +705,8 @@ class UserIndex:
                         c[other] += 1
             self._sessions[rec.session_id].append(p)
             self._dirty_sessions.add(rec.session_id)
+        if self._long_keys_np:  # kept up to date above: its key count too
+            self._long_keys_np[""] = [str(len(self._ent))]
         self._n_emb = len(self.records)
         return out
 
@@ -1228,16 +1237,34 @@ class UserIndex:
         :func:`overlapping_keys` matches with it: a longer name holding it, or a part of it stored as a name."""
         words = key.split()
         ent = self._ent
+
+        def mentioned(k: str) -> bool:
+            return k in ent and (not skip or any(p not in skip for p in ent[k]))
+
         for i in range(len(words)):  # its parts of one word or more, stored as names
             for j in range(i + 1, len(words) + 1):
                 part = " ".join(words[i:j])
-                if part != key and part in ent and any(p not in skip for p in ent[part]):
+                if part != key and mentioned(part):
                     return True
-        holders = self._key_words.get(words[0]) if words else None  # records with a longer name holding its words
-        if not holders:
+        if not words:
             return False
-        return any(p not in skip and any(k != key for k in overlapping_keys(key, self.records[p].entities))
-                   for p in dict.fromkeys(holders))
+        long_keys = self._long_keys()
+        # long names holding its rarest word (a name holding the key holds every word of it)
+        longer = min((long_keys.get(w, ()) for w in words), key=len)
+        return any(k != key and _overlaps(key, k) and mentioned(k) for k in longer)
+
+    def _long_keys(self) -> dict[str, list[str]]:
+        """Word -> the stored entity keys of two words or more holding it (built once per process, then kept up to
+        date by :meth:`add`; ``""`` holds the key count it was built at, so a stale copy is rebuilt)."""
+        cache = self._long_keys_np
+        if cache.get("") != [str(len(self._ent))]:
+            cache.clear()
+            for k in self._ent:
+                if " " in k:
+                    for w in set(k.split()):
+                        cache.setdefault(w, []).append(k)
+        cache[""] = [str(len(self._ent))]
+        return cache
 
     def recency(self, now: float, half_life_s: float, positions: np.ndarray | None = None) -> np.ndarray:
         """exp(-ln2 * age / half_life) per (given) position, 1.0 for the newest possible."""
