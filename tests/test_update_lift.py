@@ -31,6 +31,7 @@ DAY = 86400.0
     "Got the lease renewal, they're raising the rent to $1,975 starting next month.",
     "We cancelled Xfinity! Went with Sonic fiber instead.",
     "My sailing class is now on Thursdays at 18:30.",
+    "Sparkwise revised their quote to £3,950 because the consumer unit has to move to the hallway.",  # nu48
 ])
 def test_a_change_is_recognised(text: str) -> None:
     assert _states_change(text)
@@ -121,3 +122,31 @@ def test_without_an_assistant_turn_nothing_is_lifted(vet_notes: ChatRecall) -> N
     at_new = next(i for i, t in enumerate(texts) if "3 units" in t)
     at_old = next(i for i, t in enumerate(texts) if "2 units" in t)
     assert at_old < at_new, res.explain()  # ranked by the question alone, as before: the old value first here
+
+
+def test_a_revised_quote_comes_before_the_first_one(embedded_store: Any, st_embedder: Any) -> None:
+    """nu48 (stop 44): "Sparkwise revised their quote to £3,950" was not read as a change ("revised" was not a change
+    word), and "How much was the quote again?" put the first quote (£3,400) above it."""
+    clock = ManualClock(1_773_820_800.0)
+    cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
+    try:
+        for n, turns in enumerate([
+            [("The electrician is Sparkwise, they quoted £3,400 for the full rewire.",
+              "Noted: Sparkwise, £3,400 for the rewire."),
+             ("Our total budget for the whole renovation is £28,000.", "Got it, £28,000 in total.")],
+            [("Sparkwise revised their quote to £3,950 because the consumer unit has to move to the hallway.",
+              "Updated: Sparkwise now quote £3,950 ex VAT.")],
+        ]):
+            for user, reply in turns:
+                cr.add(user, user_id="p", session_id=f"s{n}")
+                clock.advance(30)
+                cr.add(reply, user_id="p", session_id=f"s{n}", role="assistant")
+                clock.advance(300)
+            clock.advance(3 * DAY)
+        res = cr.retrieve("How much was the quote again?", user_id="p", session_id="now")
+        texts = [it.text for it in res.memories if it.source == "memory"]
+        new = next(i for i, t in enumerate(texts) if "revised their quote" in t)
+        old = next((i for i, t in enumerate(texts) if "they quoted £3,400" in t), len(texts))
+        assert new < old, res.explain()
+    finally:
+        cr.close()

@@ -200,7 +200,7 @@ _CHANGE = re.compile(
     r"push(?:ed|ing)|postpon(?:ed|ing)|reschedul(?:ed|ing)|delay(?:ed|ing)|brought forward|bump(?:ed|ing)|"
     r"rais(?:ed|ing)|increas(?:ed|ing)|dropp(?:ed|ing)|lower(?:ed|ing)|reduc(?:ed|ing)|cut (?:to|down)|"
     r"(?:went|going|goes|gone) (?:up|down)|extend(?:ed|ing)|shorten(?:ed|ing)|upgrad(?:ed|ing)|downgrad(?:ed|ing)|"
-    r"replac(?:ed|ing)|renam(?:ed|ing)|trad(?:ed|ing)|transferr(?:ed|ing)|promot(?:ed|ing)|relocat(?:ed|ing)|"
+    r"replac(?:ed|ing)|renam(?:ed|ing)|revis(?:ed|ing)|trad(?:ed|ing)|transferr(?:ed|ing)|promot(?:ed|ing)|relocat(?:ed|ing)|"
     r"updated?|actually|turns out|from now on|from (?:tonight|today|tomorrow|next)|starting (?:next|tomorrow|today)|"
     r"as of|came back with|renewed|renewal|new (?:address|number|job|phone|plan|date|time|deadline|price|rate|"
     r"salary|budget|role|title|team|manager|school|car|place|flat|apartment|house))\b",
