@@ -860,3 +860,96 @@ def test_pin_callback_real_chroma_and_model(real_cr: ChatRecall) -> None:
     chain.invoke({"question": "/unpin Always answer in French"}, {"callbacks": [handler]})
     chain.invoke({"question": "Remind me what database billing uses?"}, {"callbacks": [handler]})
     assert "French" not in llm.system_of(3) and real_cr.pins("u1") == []
+
+
+# ====================================================================== nu48: ids checked first, hints, titles
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_middleware_missing_or_misspelt_session_fails_before_the_model_is_called(cr: ChatRecall, run: str) -> None:
+    # nu48 #8: the error came from after_agent, once the (paid) model had answered, and the answer was lost;
+    # a pin the model made through a tool on the way was stored, though the run failed
+    def go(agent: Any, **kw: Any) -> Any:
+        return agent.invoke(user("Reply in French from now on"), **kw) if run == "invoke" else asyncio.run(
+            agent.ainvoke(user("Reply in French from now on"), **kw))
+
+    llm = model(pin_call("Reply in French"), "D'accord.", pin_call("Reply in French"), "D'accord.")
+    agent = create_agent(llm, tools=make_pin_tools(cr), middleware=[ChatRecallMiddleware(cr)])
+    with pytest.raises(InvalidInputError, match="'sesion_id'.*did you mean 'session_id'"):
+        go(agent, context={"user_id": "p", "sesion_id": "s9"})
+    with pytest.raises(InvalidInputError, match="needs a session_id to store turns") as err:
+        go(agent, context={"user_id": "p"})
+    assert "did you mean" not in str(err.value)
+    with pytest.raises(InvalidInputError, match="has no user_id.*'usr_id'.*did you mean 'user_id'"):
+        go(agent, context={"usr_id": "p", "session_id": "s9"})
+    assert llm.calls == [] and cr.pins("p") == [] and cr.count("p") == 0  # no model call, nothing stored
+    # what needs no session still runs: store_turns=False, a /pin command, a message without text
+    for middleware, text in ((ChatRecallMiddleware(cr, store_turns=False), "Hello!"),
+                             (ChatRecallMiddleware(cr), "/pin Reply in French"), (ChatRecallMiddleware(cr), " ")):
+        agent = create_agent(model("Hi!"), middleware=[middleware])
+        assert agent.invoke(user(text), context={"user_id": "p"})["chatrecall"] is not None
+    assert cr.count("p") == 0
+
+
+def test_middleware_misspelt_configurable_key_is_named_with_the_key_it_means(cr: ChatRecall) -> None:
+    # nu48 #9: context={"userid": ...} was named, config={"configurable": {"userid": ...}} was not
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    llm = model("a", "b")
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr)], checkpointer=InMemorySaver())
+    with pytest.raises(InvalidInputError,
+                       match=r"has no user_id \(the run's config\['configurable'\] has 'userid': did you mean "
+                             r"'user_id'\?\)"):
+        agent.invoke(user("hello"), config={"configurable": {"userid": "p", "thread_id": "t"}})
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr)])
+    with pytest.raises(InvalidInputError, match="'thred_id': did you mean 'thread_id'"):
+        agent.invoke(user("hello"), config={"configurable": {"user_id": "p", "thred_id": "t"}})
+    with pytest.raises(InvalidInputError, match="'sesion_id': did you mean 'session_id'"):
+        agent.invoke(user("hello"), config={"configurable": {"user_id": "p", "sesion_id": "t"}})
+    # keys that are not near ours (the app's own, LangGraph's checkpoint keys) are not taken for ours
+    agent = create_agent(llm, middleware=[ChatRecallMiddleware(cr)], checkpointer=InMemorySaver())
+    with pytest.raises(InvalidInputError, match="has no user_id") as err:
+        agent.invoke(user("hello"), config={"configurable": {"org_id": "acme", "thread_id": "t"}})
+    assert "did you mean" not in str(err.value)
+    assert llm.calls == [] and cr.count("p") == 0
+    # the pin tools, acting for the run's user, name it too (to the model, as the tool's error)
+    llm = model(pin_call("Reply in French"), "Could not pin.")
+    agent = create_agent(llm, tools=make_pin_tools(cr), middleware=[ChatRecallMiddleware(cr, user_id="u1",
+                                                                                         session_id="s1")])
+    agent.invoke(user("Reply in French from now on"), config={"configurable": {"userid": "u1"}})
+    tool_reply = [m.text for m in llm.calls[1] if isinstance(m, ToolMessage)]
+    assert tool_reply and "configurable'] has 'userid': did you mean 'user_id'" in tool_reply[0], tool_reply
+
+
+def test_constructor_arguments_that_were_taken_unchecked_raise_our_errors(cr: ChatRecall) -> None:
+    # nu48 #10: event_name=123 was accepted (the run succeeded); input_keys="question" became 'q', 'u', ...;
+    # memory_key=123 raised pydantic's ValidationError
+    for bad in (123, "", "  ", b"ev"):
+        with pytest.raises(ConfigError, match=r"ChatRecallMiddleware: event_name=.* is invalid.*non-empty str, or "
+                                              r"None to dispatch no event"):
+            ChatRecallMiddleware(cr, user_id="u1", event_name=bad)
+    assert ChatRecallMiddleware(cr, user_id="u1", event_name=None).event_name is None
+    for bad in ("question", 5, ["question", 7]):
+        with pytest.raises(ConfigError, match="PinCallbackHandler: input_keys"):
+            PinCallbackHandler(cr, user_id="u1", input_keys=bad)
+    assert PinCallbackHandler(cr, user_id="u1", input_keys=["question"]).input_keys == ("question",)
+    for name in ("memory_key", "input_key", "output_key", "route_key"):
+        with pytest.raises(ConfigError, match=f"ChatRecallMemory: {name}=123 is invalid"):
+            ChatRecallMemory(cr, user_id="u1", session_id="s1", **{name: 123})
+    with pytest.raises(ConfigError, match="memory_key=None"):
+        ChatRecallMemory(cr, user_id="u1", session_id="s1", memory_key=None)
+    assert ChatRecallMemory(cr, user_id="u1", session_id="s1", input_key="q", route_key="r").route_key == "r"
+
+
+def test_middleware_items_carry_the_passage_title(cr: ChatRecall) -> None:
+    # nu48 #11: the title was only in the context string; items had id, score, source, text, tier, why
+    cr.add_documents([{"title": "AquaFlow Plumbing - bathroom refit quote",
+                       "text": "The bathroom refit comes to 2,800 pounds excluding VAT, fitting and tiling included."},
+                      "Helm charts live in the deploy repo; run helm upgrade to release."])
+    agent = create_agent(model("£2,800.", "Helm."),
+                         middleware=[ChatRecallMiddleware(cr, user_id="u1", session_id="s1")])
+    items = agent.invoke(user("What does the bathroom refit quote from AquaFlow come to in total?"))["chatrecall"][
+        "items"]
+    assert [(i["source"], i["title"]) for i in items] == [("corpus", "AquaFlow Plumbing - bathroom refit quote")]
+    items = agent.invoke(user("How do we deploy with Helm charts?"))["chatrecall"]["items"]
+    titles = {(i["source"], i["text"].split()[0]): i["title"] for i in items}
+    assert titles[("corpus", "Helm")] is None and titles[("memory", "Deploys")] is None, titles  # untitled, memory
+    assert all(set(i) == {"id", "text", "source", "score", "tier", "why", "title"} for i in items)

@@ -74,6 +74,7 @@ from typing_extensions import NotRequired  # noqa: E402
 from chatrecall.core import (  # noqa: E402
     ChatRecall,
     ChatRecallError,
+    ConfigError,
     GateDecision,
     InvalidInputError,
     NotFoundError,
@@ -124,6 +125,18 @@ def _check_budget(budget_tokens: Any) -> int | None:
     ):
         raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
     return budget_tokens
+
+
+def _check_name(owner: str, name: str, value: Any, *, none: str | None = None) -> str | None:
+    """``value`` if it is a non-empty str (or None when ``none`` says what None means), else a
+    :class:`ConfigError` naming the argument and what to pass (nu48 #10: ``event_name=123`` was taken silently)."""
+    if value is None and none is not None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        also = f", or None {none}" if none is not None else ""
+        raise ConfigError(f"{owner}: {name}={value!r:.60} is invalid (a {type(value).__name__}): pass a non-empty "
+                          f"str{also}")
+    return value
 
 
 def _text_of(value: Any, name: str) -> str:
@@ -189,8 +202,20 @@ def _document(item: ScoredItem, *, route: str, reasons: list[str]) -> Document:
     return Document(page_content=item.text, id=item.id, metadata=md)
 
 
+def _title(item: ScoredItem) -> str | None:
+    """A passage's document title, the label the context shows it under (None for a memory, or a passage of a
+    document added without a title)."""
+    if item.source != "corpus" or item.record is None:
+        return None
+    title = item.record.metadata.get("title")
+    return None if title is None else str(title)
+
+
 def result_summary(result: RetrievalResult) -> dict[str, Any]:
     """A JSON-safe summary of a retrieval: what was injected and why.
+
+    Each of its ``items`` holds ``id``, ``text``, ``source``, ``score``, ``tier``, ``why`` and ``title`` (a
+    passage's document title; None for a memory or an untitled document).
 
     This is what :class:`ChatRecallMiddleware` puts in the ``chatrecall`` state
     key and sends with the ``chatrecall_injected`` event.
@@ -203,7 +228,8 @@ def result_summary(result: RetrievalResult) -> dict[str, Any]:
         "reasons": _reasons(result),
         "pins": [{"id": p.id, "text": p.text} for p in result.pins],
         "items": [
-            {"id": i.id, "text": i.text, "source": i.source, "score": round(i.score, 4), "tier": i.tier, "why": i.why}
+            {"id": i.id, "text": i.text, "source": i.source, "score": round(i.score, 4), "tier": i.tier, "why": i.why,
+             "title": _title(i)}
             for i in result.items
         ],
         "recent": len(result.recent),
@@ -394,6 +420,11 @@ class ChatRecallMemory(BaseMemory):
         check_id("session_id", data.get("session_id"), engine.limits)
         check_k(data.get("k"))
         _check_budget(data.get("budget_tokens"))
+        if "memory_key" in data:
+            _check_name("ChatRecallMemory", "memory_key", data["memory_key"])
+        for name, none in (("input_key", "to find the user message itself"),
+                           ("output_key", "to find the answer itself"), ("route_key", "to return no route")):
+            _check_name("ChatRecallMemory", name, data.get(name), none=none)
         super().__init__(**data)
 
     @property
@@ -529,9 +560,14 @@ def _merge_system(system: SystemMessage | None, context: str) -> SystemMessage:
 class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
     """Memory for ``langchain.agents.create_agent``.
 
+    * ``before_agent``: checks that the run names the ids the middleware will
+      need (a user; a session when it stores the turns), so a missing or
+      misspelt one fails before the model is called, with nothing stored.
     * ``before_model``: runs :meth:`ChatRecall.retrieve` on the latest human
       message; the summary goes to the ``chatrecall`` state key and to a
-      ``chatrecall_injected`` custom callback event.
+      ``chatrecall_injected`` custom callback event. In a tool loop it runs
+      before each model call, so the state key and :attr:`last_result`
+      describe the last call's retrieval.
     * ``wrap_model_call``: appends the context (pins first, then recent turns,
       memories and passages, already fitted to the token budget) to the system
       message of the model request. The agent's message history is not changed.
@@ -581,31 +617,63 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
         self.budget_tokens = _check_budget(budget_tokens)
         self.strategy = check_strategy(strategy)
         self.store_turns = check_flag("ChatRecallMiddleware", "store_turns", store_turns)
-        self.event_name = event_name
+        self.event_name = _check_name("ChatRecallMiddleware", "event_name", event_name,
+                                      none="to dispatch no event")
         #: The last retrieval (debugging aid; with concurrent runs read the state key instead).
         self.last_result: RetrievalResult | None = None
 
     # ------------------------------------------------------------------ ids
-    def _ids(self, runtime: Any) -> tuple[str, str | None]:
+    @staticmethod
+    def _configurable() -> Mapping[str, Any]:
+        """The run's ``config["configurable"]`` (empty outside a graph run)."""
         try:
             from langgraph.config import get_config
 
-            conf = get_config().get("configurable") or {}
+            return get_config().get("configurable") or {}
         except (ImportError, RuntimeError):
-            conf = {}
+            return {}
+
+    def _ids(self, runtime: Any) -> tuple[str, str | None]:
+        conf = self._configurable()
         context = getattr(runtime, "context", None)
         run_user, run_session = _run_ids(context, conf)
         user_id = run_user or self.user_id
         session_id = run_session or self.session_id
         if user_id is None:
             raise InvalidInputError(
-                f"ChatRecallMiddleware has no user_id{_misspelt_key(context, 'user_id')}: pass "
+                f"ChatRecallMiddleware has no user_id{_misspelt_key(context, 'user_id', conf)}: pass "
                 "ChatRecallMiddleware(cr, user_id=...) or agent.invoke(..., context={'user_id': ...})"
             )
         limits = self.engine.limits
         return check_id("user_id", user_id, limits), None if session_id is None else check_id(
             "session_id", str(session_id), limits
         )
+
+    def _no_session(self, runtime: Any) -> InvalidInputError:
+        return InvalidInputError(
+            f"ChatRecallMiddleware needs a session_id to store turns"
+            f"{_misspelt_key(getattr(runtime, 'context', None), 'session_id', self._configurable())}: pass "
+            "session_id=..., context={'session_id': ...} or a thread_id, or store_turns=False"
+        )
+
+    def _check_run(self, state: Mapping[str, Any], runtime: Any) -> None:
+        """Refuse a run that lacks an id the middleware will need (a user to search for; a session to store the
+        turns in), before the model is called: the error used to come from ``after_agent``, once the model had
+        answered, and the answer was lost (nu48 #8). A message without text needs neither."""
+        found = _latest_human(state.get("messages") or [])
+        if found is None or not found[1].strip():
+            return
+        session_id = self._ids(runtime)[1]
+        if session_id is None and self.store_turns and not _is_command(found[1]):
+            raise self._no_session(runtime)
+
+    def before_agent(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
+        self._check_run(state, runtime)
+        return None
+
+    async def abefore_agent(self, state: ChatRecallAgentState, runtime: Any) -> dict[str, Any] | None:
+        self._check_run(state, runtime)  # no I/O: reads the run's context and config
+        return None
 
     # ------------------------------------------------------------------ recall
     def _nothing_to_search(self, message: str, why: str) -> RetrievalResult:
@@ -691,12 +759,8 @@ class ChatRecallMiddleware(AgentMiddleware[ChatRecallAgentState, Any]):
             None,
         )
         user_id, session_id = self._ids(runtime)
-        if session_id is None:
-            raise InvalidInputError(
-                f"ChatRecallMiddleware needs a session_id to store turns"
-                f"{_misspelt_key(getattr(runtime, 'context', None), 'session_id')}: pass session_id=..., "
-                "context={'session_id': ...} or a thread_id, or store_turns=False"
-            )
+        if session_id is None:  # before_agent refuses such a run; this guards a hook called on its own
+            raise self._no_session(runtime)
         turns = [{"text": question, "user_id": user_id, "session_id": session_id, "role": "user"}]
         if answer is not None:
             turns.append({"text": answer, "user_id": user_id, "session_id": session_id, "role": "assistant"})
@@ -753,6 +817,18 @@ def _command_text(inputs: Any, keys: Sequence[str]) -> str | None:
     return None
 
 
+def _check_input_keys(input_keys: Any) -> tuple[str, ...]:
+    """``input_keys`` as a tuple of non-empty strs; a bare str (``input_keys="question"``, once read as the keys
+    ``'q', 'u', ...``) or a non-iterable raises a :class:`ConfigError` naming it."""
+    if isinstance(input_keys, str) or not isinstance(input_keys, Iterable):
+        raise ConfigError(f"PinCallbackHandler: input_keys={input_keys!r:.60} is invalid (a "
+                          f"{type(input_keys).__name__}): pass a list of input names, e.g. input_keys=['question']")
+    keys = tuple(input_keys)
+    for key in keys:
+        _check_name("PinCallbackHandler", "input_keys item", key)
+    return keys
+
+
 class PinCallbackHandler(BaseCallbackHandler):
     """Applies ``/pin <text>``, ``/unpin <id or text>`` and ``/pins`` chat commands.
 
@@ -792,7 +868,7 @@ class PinCallbackHandler(BaseCallbackHandler):
         self.engine = check_engine(engine, "PinCallbackHandler")
         self.user_id = check_id("user_id", user_id, engine.limits)
         self.session_id = None if session_id is None else check_id("session_id", session_id, engine.limits)
-        self.input_keys = tuple(input_keys)
+        self.input_keys = _check_input_keys(input_keys)
         self.raise_error = check_flag("PinCallbackHandler", "raise_error", raise_error)
         self.results: list[PinCommandResult] = []
         self.errors: list[ChatRecallError] = []
@@ -945,24 +1021,38 @@ def _run_ids(context: Any, configurable: Mapping[str, Any] | None) -> tuple[Any,
 
 #: The keys of a run's context we read; a key close to one of them is named in the error when it is missing.
 _CONTEXT_KEYS = ("user_id", "session_id")
+#: The keys of a run's ``config["configurable"]`` we read (``thread_id`` stands for the session).
+_CONFIGURABLE_KEYS = ("user_id", "session_id", "thread_id")
 
 
-def _misspelt_key(context: Any, wanted: str) -> str:
+def _keys_of(values: Any) -> Iterable[Any]:
+    """The keys of a mapping, or the attributes of an object; none for a value without either."""
+    if values is None:
+        return ()
+    if isinstance(values, Mapping):
+        return values.keys()
+    try:
+        return vars(values).keys()
+    except TypeError:  # no __dict__ (slots, a plain value): nothing to compare
+        return ()
+
+
+def _misspelt_key(context: Any, wanted: str, configurable: Mapping[str, Any] | None = None) -> str:
     """`` (the run's context has 'userid': did you mean 'user_id'?)`` when a key of the run's context (a mapping,
-    or an object's attributes) is a close misspelling of ``wanted``; "" otherwise."""
-    if context is None:
-        return ""
-    if isinstance(context, Mapping):
-        keys: Iterable[Any] = context.keys()
-    else:
-        try:
-            keys = vars(context).keys()
-        except TypeError:  # no __dict__ (slots, a plain value): nothing to compare
-            return ""
-    for key in keys:
-        # 0.75: "usr_id" or "sesion_id", not "org_id" or "run_id" (0.62 from "user_id")
-        if isinstance(key, str) and key not in _CONTEXT_KEYS and closest_name(key, _CONTEXT_KEYS, 0.75) == wanted:
-            return f" (the run's context has {key!r}: did you mean {wanted!r}?)"
+    or an object's attributes), else of its ``config["configurable"]``, is a close misspelling of ``wanted`` (in
+    ``configurable``, of ``thread_id`` too when ``wanted`` is the session); "" otherwise."""
+    means = (wanted, "thread_id") if wanted == "session_id" else (wanted,)
+    for where, keys, ours, meant in (("the run's context", _keys_of(context), _CONTEXT_KEYS, (wanted,)),
+                                     ("the run's config['configurable']", _keys_of(configurable),
+                                      _CONFIGURABLE_KEYS, means)):
+        for key in keys:
+            if not isinstance(key, str) or key in ours:
+                continue
+            # 0.75: "usr_id" or "sesion_id", not "org_id" or "run_id" (0.62 from "user_id"), nor LangGraph's
+            # own configurable keys ("checkpoint_id", "__pregel_task_id")
+            close = closest_name(key, ours, 0.75)
+            if close in meant:
+                return f" ({where} has {key!r}: did you mean {close!r}?)"
     return ""
 
 
@@ -970,7 +1060,8 @@ def _pin_tool_ids(engine: ChatRecall, runtime: Any, bound_user: str | None,
                   bound_session: str | None) -> tuple[str, str | None]:
     """Whose pins a pin tool call manages: the bound user, or the run's; a run for another user is refused."""
     config = getattr(runtime, "config", None) or {}
-    run_user, run_session = _run_ids(getattr(runtime, "context", None), config.get("configurable"))
+    configurable = config.get("configurable")
+    run_user, run_session = _run_ids(getattr(runtime, "context", None), configurable)
     if bound_user is not None:
         if run_user is not None and str(run_user) != bound_user:
             raise InvalidInputError(
@@ -978,7 +1069,8 @@ def _pin_tool_ids(engine: ChatRecall, runtime: Any, bound_user: str | None,
                 "nothing was stored; build them with make_pin_tools(cr) to act for each run's user")
         return bound_user, bound_session
     if run_user is None:
-        raise InvalidInputError(f"the pin tools have no user_id{_misspelt_key(getattr(runtime, 'context', None), 'user_id')}"
+        raise InvalidInputError(f"the pin tools have no user_id"
+                                f"{_misspelt_key(getattr(runtime, 'context', None), 'user_id', configurable)}"
                                 ": pass agent.invoke(..., context={'user_id': ...}) or build them with "
                                 "make_pin_tools(cr, user_id)")
     limits = engine.limits
