@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,41 @@ def test_a_follow_up_on_the_same_document_keeps_it(cr: chatrecall.ChatRecall) ->
     assert _docs(first)[:1] == ["leith-rules"], first.explain()
     res = _turn(cr, "and what's the pitch fee there?", "55 per day.", "s1")
     assert "leith-rules" in _docs(res), res.explain()
+
+
+QUOTES = [
+    {"id": "sparkwise", "title": "Sparkwise Electrical - rewire quote",
+     "text": "Quote for a full rewire of a two-bedroom flat. Consumer unit replacement with RCBO protection: 650. Full "
+             "rewire including new sockets and lighting circuits: 2,750. Total 3,400 ex VAT. Valid 30 days."},
+    {"id": "aquaflow", "title": "AquaFlow Plumbing - bathroom refit quote",
+     "text": "Bathroom refit: remove the old suite, new bath with shower screen, basin, WC and tiling to full height. "
+             "Labour and materials 2,800 ex VAT. Six working days. 30 % deposit on acceptance."},
+]
+
+
+def test_the_other_quote_after_a_memory_turn_drops_the_quote_it_got(tmp_path: Any) -> None:
+    """nu48 (stop 44): the electrician's quote came with the memories of "How much was the quote again?" (the probe
+    of a memory turn), and "no, I meant the other quote, the bathroom one" got it again: only the documents of a
+    turn the documents answered were left out (D1b)."""
+    cr = chatrecall.connect(path=str(tmp_path))
+    try:
+        cr.add_documents(QUOTES)
+        for role, text in [("user", "The electrician is Sparkwise, they quoted £3,400 for the full rewire."),
+                           ("assistant", "Noted: Sparkwise, £3,400 for the rewire."),
+                           ("user", "what did the electrician quote?"),
+                           ("assistant", "Sparkwise quoted £3,400 for the rewire."),
+                           ("user", "AquaFlow are doing the bathroom refit."), ("assistant", "Great, noted.")]:
+            cr.add(text, user_id="p", session_id="s1", role=role)
+        first = _turn_as(cr, "p", "How much was the quote again?", "Sparkwise quoted £3,400.", "s2")
+        assert "sparkwise" in _docs(first), first.explain()  # the document the correction rules out
+        res = _turn_as(cr, "p", "no, I meant the other quote, the bathroom one", "Sorry: 2,800.", "s2")
+        assert "sparkwise" not in _docs(res), res.explain()
+    finally:
+        cr.close()
+
+
+def _turn_as(cr: chatrecall.ChatRecall, user: str, message: str, reply: str, session: str) -> Any:
+    res = cr.retrieve(message, user_id=user, session_id=session)
+    cr.add(message, user_id=user, session_id=session)
+    cr.add(reply, user_id=user, session_id=session, role="assistant")
+    return res

@@ -110,8 +110,8 @@ class _UserState:
     #: Sessions whose last turn brought documents (a follow-up right after one searches the corpus too), each with
     #: whether the documents answered it (a strong passage, or passages alone: a correction searches them again, C52).
     corpus_last: dict[str, bool] = dataclasses.field(default_factory=dict)
-    #: Sessions whose last turn brought documents: those documents' ids, best first (a correction asking for "the other
-    #: one" leaves them out).
+    #: Sessions whose last turn was given passages: their documents' ids, best first (a correction asking for "the other
+    #: one" leaves them out), whether the documents answered the turn or came with its memories.
     corpus_docs: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
@@ -1581,9 +1581,14 @@ class ChatRecall(_AsyncMixin):
         passages = [i for i in result.items if i.source == "corpus"]
         if not run.probe_only and passages:
             st.corpus_last[sid] = self._strong_corpus(passages) or len(passages) == len(result.items)
-            st.corpus_docs[sid] = tuple(dict.fromkeys(i.record.session_id for i in passages if i.record is not None))
         else:
             st.corpus_last.pop(sid, None)
+        # what a correction asking for "the other one" rules out: the documents the turn got, whatever brought them
+        # (nu48: the electrician's quote came with the memories of "How much was the quote again?")
+        docs = tuple(dict.fromkeys(i.record.session_id for i in passages if i.record is not None))
+        if docs:
+            st.corpus_docs[sid] = docs
+        else:
             st.corpus_docs.pop(sid, None)
 
     # ---------------------------------------------------------------- retrieve steps
