@@ -24,6 +24,19 @@ def chat_turn(cr: ChatRecall, clock: ManualClock, user: str, session: str, messa
     return res
 
 
+def feed_sessions(cr: ChatRecall, clock: ManualClock, user: str, sessions: Sequence[Sequence[tuple[str, str]]], *,
+                  days_between: float = 3.0) -> None:
+    """Store each session's (user turn, reply) pairs, no retrieve: half a minute between a turn and its reply, five
+    minutes between pairs, ``days_between`` days between sessions (named ``s0``, ``s1``, ...)."""
+    for n, turns in enumerate(sessions):
+        for said, reply in turns:
+            cr.add(said, user_id=user, session_id=f"s{n}")
+            clock.advance(30)
+            cr.add(reply, user_id=user, session_id=f"s{n}", role="assistant")
+            clock.advance(300)
+        clock.advance(days_between * 86400.0)
+
+
 @contextlib.contextmanager
 def seeded_engine(store: Any, embedder: Any, t0: float, user: str, turns: Sequence[tuple[str, str]], *,
                   documents: Sequence[Mapping[str, str]] = (), days_later: float = 0.0

@@ -44,10 +44,11 @@ def cr() -> Iterator[chatrecall.ChatRecall]:
             engine.close()
 
 
-def _turn(cr: chatrecall.ChatRecall, message: str, reply: str, session: str) -> chatrecall.RetrievalResult:
-    res = cr.retrieve(message, user_id="tom", session_id=session)
-    cr.add(message, user_id="tom", session_id=session)
-    cr.add(reply, user_id="tom", session_id=session, role="assistant")
+def _turn(cr: chatrecall.ChatRecall, message: str, reply: str, session: str,
+          user: str = "tom") -> chatrecall.RetrievalResult:
+    res = cr.retrieve(message, user_id=user, session_id=session)
+    cr.add(message, user_id=user, session_id=session)
+    cr.add(reply, user_id=user, session_id=session, role="assistant")
     return res
 
 
@@ -97,16 +98,10 @@ def test_the_other_quote_after_a_memory_turn_drops_the_quote_it_got(tmp_path: An
                            ("assistant", "Sparkwise quoted £3,400 for the rewire."),
                            ("user", "AquaFlow are doing the bathroom refit."), ("assistant", "Great, noted.")]:
             cr.add(text, user_id="p", session_id="s1", role=role)
-        first = _turn_as(cr, "p", "How much was the quote again?", "Sparkwise quoted £3,400.", "s2")
+        first = _turn(cr, "How much was the quote again?", "Sparkwise quoted £3,400.", "s2", user="p")
         assert "sparkwise" in _docs(first), first.explain()  # the document the correction rules out
-        res = _turn_as(cr, "p", "no, I meant the other quote, the bathroom one", "Sorry: 2,800.", "s2")
+        res = _turn(cr, "no, I meant the other quote, the bathroom one", "Sorry: 2,800.", "s2", user="p")
         assert "sparkwise" not in _docs(res), res.explain()
     finally:
         cr.close()
 
-
-def _turn_as(cr: chatrecall.ChatRecall, user: str, message: str, reply: str, session: str) -> Any:
-    res = cr.retrieve(message, user_id=user, session_id=session)
-    cr.add(message, user_id=user, session_id=session)
-    cr.add(reply, user_id=user, session_id=session, role="assistant")
-    return res

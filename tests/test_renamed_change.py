@@ -15,16 +15,15 @@ and moves nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _chats import feed_sessions
 
 from chatrecall import ChatRecall
 from chatrecall.core._index import _replaced_words, _states_change
 from chatrecall.testing import ManualClock
-
-DAY = 86400.0
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -66,16 +65,6 @@ pytest.importorskip("chromadb")
 pytest.importorskip("sentence_transformers")
 
 
-def _chat(cr: ChatRecall, clock: ManualClock, user: str, sessions: Sequence[Sequence[tuple[str, str]]]) -> None:
-    for n, turns in enumerate(sessions):
-        for said, reply in turns:
-            cr.add(said, user_id=user, session_id=f"s{n}")
-            clock.advance(30)
-            cr.add(reply, user_id=user, session_id=f"s{n}", role="assistant")
-            clock.advance(300)
-        clock.advance(9 * DAY)
-
-
 @pytest.fixture
 def cr(embedded_store: Any, st_embedder: Any) -> Iterator[tuple[ChatRecall, ManualClock]]:
     clock = ManualClock(1_778_400_000.0)
@@ -98,7 +87,7 @@ def _first(texts: list[str], part: str) -> int:
 
 def test_the_new_grinder_comes_before_the_old_one(cr: tuple[ChatRecall, ManualClock]) -> None:
     engine, clock = cr
-    _chat(engine, clock, "tom", [
+    feed_sessions(engine, clock, "tom", [
         [("I run a mobile espresso cart in Edinburgh called Brew & Roll.", "Lovely! How can I help with the cart?"),
          ("Our first big gig is a wedding on 13 June at Dalmeny, about 120 guests.",
           "Congratulations! 120 guests at Dalmeny on 13 June, noted."),
@@ -112,31 +101,31 @@ def test_the_new_grinder_comes_before_the_old_one(cr: tuple[ChatRecall, ManualCl
          ("I sold the Eureka and bought a Mahlkönig E65S for the cart, it's way faster.",
           "Nice upgrade, that will keep up at the wedding."),
          ("What's the ideal water hardness for espresso?", "Around 50-175 ppm total hardness is the usual target.")],
-    ])
+    ], days_between=9)
     got = _memories(engine, "Which grinder am I bringing?", "tom")
     assert _first(got, "E65S") < _first(got, "Specialita grinder"), got
 
 
 def test_the_new_phone_plan_comes_first(cr: tuple[ChatRecall, ManualClock]) -> None:
     engine, clock = cr
-    _chat(engine, clock, "ana", [
+    feed_sessions(engine, clock, "ana", [
         [("My phone plan is with Vodafone, 30GB for 18 a month.", "Noted: Vodafone, 30GB, 18 per month."),
          ("Can you remind me to pay the gas bill on Friday?", "Sure, I'll note it for Friday.")],
         [("haha the dog stole my sandwich again", "Classic dog behaviour!"),
          ("switched from vodafone to three last week, way cheaper", "Nice, a cheaper deal is always welcome.")],
-    ])
+    ], days_between=9)
     got = _memories(engine, "which phone plan am I on?", "ana")
     assert _first(got, "three last week") < _first(got, "with Vodafone"), got
 
 
 def test_a_change_that_replaces_nothing_moves_nothing(cr: tuple[ChatRecall, ManualClock]) -> None:
     engine, clock = cr
-    _chat(engine, clock, "kim", [
+    feed_sessions(engine, clock, "kim", [
         [("Dana coaches our Thursday club run, it starts at 6:30pm from the leisure centre.",
           "Got it: Thursdays at 6:30pm, leisure centre, with Dana."),
          ("I need new trail shoes, any brands you like?", "Salomon and Hoka both make good trail shoes.")],
         [("Swapped my Saturday shift with Dana, so I'm on at 19:45 instead.", "OK, Saturday at 19:45 then."),
          ("thanks!", "Any time.")],
-    ])
+    ], days_between=9)
     got = _memories(engine, "What time does the club run start?", "kim")
     assert _first(got, "6:30pm from") < _first(got, "Swapped my Saturday"), got

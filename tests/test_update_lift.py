@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _chats import feed_sessions
 
 from chatrecall import ChatRecall
 from chatrecall.core._index import _states_change
@@ -69,13 +70,7 @@ def vet_chat(embedded_store: Any, st_embedder: Any) -> Any:
           "Good news, a bit more breathing room: the EP is now due on October 30th."),
          ("I was thinking about switching Pepper to a new food but the vet said no.", "Fair enough.")],
     ]
-    for n, turns in enumerate(sessions):
-        for user, reply in turns:
-            cr.add(user, user_id="m", session_id=f"s{n}")
-            clock.advance(30)
-            cr.add(reply, user_id="m", session_id=f"s{n}", role="assistant")
-            clock.advance(300)
-        clock.advance(3 * DAY)
+    feed_sessions(cr, clock, "m", sessions)
     try:
         yield cr
     finally:
@@ -130,19 +125,14 @@ def test_a_revised_quote_comes_before_the_first_one(embedded_store: Any, st_embe
     clock = ManualClock(1_773_820_800.0)
     cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
     try:
-        for n, turns in enumerate([
+        sessions = [
             [("The electrician is Sparkwise, they quoted £3,400 for the full rewire.",
               "Noted: Sparkwise, £3,400 for the rewire."),
              ("Our total budget for the whole renovation is £28,000.", "Got it, £28,000 in total.")],
             [("Sparkwise revised their quote to £3,950 because the consumer unit has to move to the hallway.",
               "Updated: Sparkwise now quote £3,950 ex VAT.")],
-        ]):
-            for user, reply in turns:
-                cr.add(user, user_id="p", session_id=f"s{n}")
-                clock.advance(30)
-                cr.add(reply, user_id="p", session_id=f"s{n}", role="assistant")
-                clock.advance(300)
-            clock.advance(3 * DAY)
+        ]
+        feed_sessions(cr, clock, "p", sessions)
         res = cr.retrieve("How much was the quote again?", user_id="p", session_id="now")
         texts = [it.text for it in res.memories if it.source == "memory"]
         new = next(i for i, t in enumerate(texts) if "revised their quote" in t)
