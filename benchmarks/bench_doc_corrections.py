@@ -2,7 +2,8 @@
 """Corrections of a document answer: does "no, I meant the other one" get the other document? (stop 44, D1)
 
 Data: ``benchmarks/data/doc_corrections/doc_corrections.json``, 24 scenarios written by a helper who saw no code,
-before the change it judged (D1) was run on it: 2-4 look-alike documents (two markets' rules, two gyms, two clients'
+before the change it judged (D1) was run on it, and ``doc_corrections2.json`` (18: 12 corrections that do not say
+"the other", 6 follow-ups), written the same way before D2: 2-4 look-alike documents (two markets' rules, two gyms, two clients'
 style guides...), an earlier session mentioning both, a question in a new session answered from the wrong one
 (``first_answer_doc``), the assistant's reply, then the user's next message. Kinds: ``other`` (12: "no, I meant the
 other market, the Sunday one", "not that one, the one for the law firm"), ``named`` (6: "no, the Aerwest flight")
@@ -34,7 +35,7 @@ from chatrecall._bench._common import machine_info, md_table
 from chatrecall.testing import ManualClock
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "benchmarks" / "data" / "doc_corrections" / "doc_corrections.json"
+DATA = ROOT / "benchmarks" / "data" / "doc_corrections"
 KINDS = ("other", "named", "control")
 
 
@@ -68,19 +69,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "doc_corrections")
     args = ap.parse_args(argv)
-    rows = [run_scenario(sc) for sc in json.loads(DATA.read_text(encoding="utf-8"))]
-    totals: dict[str, Counter[str]] = defaultdict(Counter)
-    for r in rows:
-        t = totals[r["kind"]]
-        t["n"] += 1
-        for col in ("gold_first", "gold_injected", "wrong_injected"):
-            t[col] += int(r[col])
-    table = [{"kind": k, **totals[k]} for k in KINDS]
-    result = {"benchmark": "doc_corrections", "totals": table, "rows": rows, "machine": machine_info()}
+    md = ["# Corrections of a document answer (`benchmarks/bench_doc_corrections.py`)", ""]
+    result: dict[str, Any] = {"benchmark": "doc_corrections", "files": {}, "machine": machine_info()}
+    for path in sorted(DATA.glob("*.json")):
+        rows = [run_scenario(sc) for sc in json.loads(path.read_text(encoding="utf-8"))]
+        totals: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in rows:
+            t = totals[r["kind"]]
+            t["n"] += 1
+            for col in ("gold_first", "gold_injected", "wrong_injected"):
+                t[col] += int(r[col])
+        table = [{"kind": k, **totals[k]} for k in KINDS if k in totals]
+        result["files"][path.name] = {"totals": table, "rows": rows}
+        md += [f"## {path.name}", "", md_table(table, ["n", "gold_first", "gold_injected", "wrong_injected"],
+                                                 first="kind"), ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
-    md = ["# Corrections of a document answer (`benchmarks/bench_doc_corrections.py`)", "",
-          md_table(table, ["n", "gold_first", "gold_injected", "wrong_injected"], first="kind"), ""]
     args.out.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
     print("\n".join(md))
     return 0

@@ -16,6 +16,23 @@ from typing import Any
 
 import pytest
 
+from chatrecall.core._classifier import asks_other  # noqa: E402
+
+
+@pytest.mark.parametrize(("text", "asks"), [
+    ("no, I meant the other market, the Sunday one", True),
+    ("no not that one, the one for Saturdays", True),  # D2 (stop 44)
+    ("wrong one - I meant the kids' class", True),
+    ("that's the wrong policy, I meant the contents one", True),
+    ("not that, the winter timetable", True),
+    ("no, I meant the other one, Kirkstall, not Hartley's", False),  # names what it rules out
+    ("it's not that hard", False),
+    ("no, the vegan version", False),
+])
+def test_what_asks_for_another_one(text: str, asks: bool) -> None:
+    assert asks_other(text) is asks
+
+
 pytest.importorskip("chromadb")
 pytest.importorskip("sentence_transformers")
 

@@ -274,6 +274,9 @@ def ruled_out(message: str) -> tuple[frozenset[str], frozenset[str]]:
 #: "the other client", "the other one", "another one": a correction that asks for something other than what the
 #: question it corrects named.
 _OTHER = re.compile(r"\bthe\s+other\b|\banother\s+one\b", re.I)
+#: A correction that rejects what it was given without naming it: "not that one", "wrong one", "the wrong policy".
+_NOT_THAT = re.compile(r"\bnot\s+(?:that|this)(?:\s+one\b|\s*[,.;!-]|\s*$)|\bwrong\s+one\b|\bthe\s+wrong\s+\w+",
+                       re.I)
 #: A capitalised word that does not open a sentence: a name ("Kestrel", "Anna's", "Lyon").
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b[A-Z][\w'’-]*")
 
@@ -295,9 +298,11 @@ def other_than(message: str, before: str) -> frozenset[str]:
 
 
 def asks_other(message: str) -> bool:
-    """Whether a correction asks for "the other ..." or "another one" without saying what it rules out ("no, I
-    meant the other market, the Sunday one"; not "the other one, Kirkstall, not Hartley's")."""
-    return _OTHER.search(message) is not None and not ruled_out(message)[0]
+    """Whether a correction asks for another one than it got without saying what it rules out: "no, I meant the
+    other market, the Sunday one", "no not that one, the Saturday class", "wrong one, I meant the kids' pool" (not
+    "the other one, Kirkstall, not Hartley's", which names it)."""
+    return (_OTHER.search(message) is not None or _NOT_THAT.search(message) is not None) \
+        and not ruled_out(message)[0]
 
 
 def asked_for(message: str, ruled: frozenset[str]) -> frozenset[str]:
