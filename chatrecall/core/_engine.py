@@ -62,6 +62,7 @@ from ._types import (
     Turn,
 )
 from ._validate import (
+    check_bool,
     check_chunking,
     check_document_fields,
     check_id,
@@ -521,9 +522,7 @@ class ChatRecall(_AsyncMixin):
         """
         if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
             raise InvalidInputError(f"turns must be an iterable of turns, got {type(turns).__name__}")
-        if not isinstance(defer_if_unavailable, bool):
-            raise InvalidInputError(
-                f"defer_if_unavailable={defer_if_unavailable!r} is invalid: must be True or False")
+        check_bool("defer_if_unavailable", defer_if_unavailable)
         checked = [self._make_turn(t) for t in turns]
         if not checked:
             return []
@@ -941,9 +940,7 @@ class ChatRecall(_AsyncMixin):
                 not cached (or ``cached_if_unavailable`` is False).
         """
         check_id("user_id", user_id, self.limits)
-        if not isinstance(cached_if_unavailable, bool):
-            raise InvalidInputError(
-                f"cached_if_unavailable={cached_if_unavailable!r} is invalid: must be True or False")
+        check_bool("cached_if_unavailable", cached_if_unavailable)
         st = self._state(user_id)  # a cold process with the store down raises here
         with st.lock:
             try:
@@ -1046,22 +1043,19 @@ class ChatRecall(_AsyncMixin):
         """
         check_id("user_id", user_id, self.limits)
         check_id("session_id", session_id, self.limits)
-        if not isinstance(cached_if_unavailable, bool):
-            raise InvalidInputError(
-                f"cached_if_unavailable={cached_if_unavailable!r} is invalid: must be True or False")
+        check_bool("cached_if_unavailable", cached_if_unavailable)
         try:
-            batch = self.store.get(COLLECTION_MEMORIES, where={"user_id": user_id, "session_id": session_id})
+            records = list(self.store.get(COLLECTION_MEMORIES,
+                                          where={"user_id": user_id, "session_id": session_id}).records)
         except StoreUnavailableError as exc:
             st = self._cached_state(user_id) if cached_if_unavailable else None
             if st is None:  # a cold process: nothing to serve, the store's error says which server
                 raise
-            with st.lock:
+            with st.lock:  # the index holds the turns kept in this process too
                 records = [st.index.records[p] for p in st.index.session_positions(session_id).tolist()]
             _log.warning("chatrecall: the store is unavailable (%s): the history of session %r of user %r is served "
                          "from this process's cached index (%d turns; turns other processes stored since it was "
                          "loaded are missing)", exc, session_id, user_id, len(records))
-            return sorted(map(without_parts, records), key=lambda r: (r.timestamp, r.seq))
-        records = list(batch.records)
         if self._has_pending(user_id):  # turns kept while the store was down, not yet written
             have = {r.id for r in records}
             with self._pending_lock:
@@ -1457,8 +1451,7 @@ class ChatRecall(_AsyncMixin):
         if budget_tokens is not None and (isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int)
                                           or budget_tokens < 0):
             raise InvalidInputError(f"budget_tokens={budget_tokens!r} is invalid: must be an int >= 0")
-        if not isinstance(include_recent, bool):
-            raise InvalidInputError(f"include_recent={include_recent!r} is invalid: must be True or False")
+        check_bool("include_recent", include_recent)
         shown = check_ids("exclude_ids", exclude_ids)
         until = check_timestamp(as_of, "as_of")
         run = _Run(message=message, user_id=user_id, session_id=session_id, k=k, explicit_k=explicit_k,

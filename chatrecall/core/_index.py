@@ -1225,33 +1225,28 @@ class UserIndex:
                 before asking).
         """
         skip = set(exclude)
-        ent = self._ent
+        return [k for k in dict.fromkeys(keys) if self._mentioned(k, skip) or self._named_in_part(k, skip)]
 
-        def mentioned(k: str) -> bool:
-            return k in ent and (not skip or any(p not in skip for p in ent[k]))
-
-        return [k for k in dict.fromkeys(keys) if mentioned(k) or self._named_in_part(k, skip)]
+    def _mentioned(self, key: str, skip: set[int]) -> bool:
+        """Some memory not at a ``skip`` position holds the entity key ``key``."""
+        found = self._ent.get(key)
+        return found is not None and (not skip or any(p not in skip for p in found))
 
     def _named_in_part(self, key: str, skip: set[int]) -> bool:
         """Some memory (not at a ``skip`` position) holds an entity key other than ``key`` that
         :func:`overlapping_keys` matches with it: a longer name holding it, or a part of it stored as a name."""
         words = key.split()
-        ent = self._ent
-
-        def mentioned(k: str) -> bool:
-            return k in ent and (not skip or any(p not in skip for p in ent[k]))
-
+        if not words:
+            return False
         for i in range(len(words)):  # its parts of one word or more, stored as names
             for j in range(i + 1, len(words) + 1):
                 part = " ".join(words[i:j])
-                if part != key and mentioned(part):
+                if part != key and self._mentioned(part, skip):
                     return True
-        if not words:
-            return False
         long_keys = self._long_keys()
         # long names holding its rarest word (a name holding the key holds every word of it)
         longer = min((long_keys.get(w, ()) for w in words), key=len)
-        return any(k != key and _overlaps(key, k) and mentioned(k) for k in longer)
+        return any(k != key and _overlaps(key, k) and self._mentioned(k, skip) for k in longer)
 
     def _long_keys(self) -> dict[str, list[str]]:
         """Word -> the stored entity keys of two words or more holding it (built once per process, then kept up to

@@ -22,7 +22,7 @@ from ._errors import InvalidArgumentError, InvalidInputError
 from ._index import PARTS_KEY
 from ._types import Scalar, Strategy, Turn
 
-__all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_chunking", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
+__all__ = ["check_keywords", "keywords_checked", "canonical_role", "check_bool", "check_chunking", "check_id", "check_ids", "check_k", "check_metadata", "check_strategy", "check_text", "check_timestamp",
            "check_turn"]
 
 #: Lone surrogates: valid in a Python str, but not Unicode text (cannot be encoded,
@@ -34,6 +34,13 @@ _RESERVED = frozenset({"user_id", "session_id", "role", "timestamp", "seq", "ent
 def _short(value: object, n: int = 60) -> str:
     r = repr(value)
     return r if len(r) <= n else r[: n - 3] + "..."
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` when it is True or False; InvalidInputError naming it otherwise (a string is not a flag)."""
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name}={value!r} is invalid: must be True or False")
+    return value
 
 
 def check_ids(name: str, value: Any) -> frozenset[str]:
