@@ -715,6 +715,21 @@ def test_a_memory_route_keeps_its_best_memory_under_min_score(make_engine: MakeE
     assert res.items == () and not any("best memory" in n for n in res.notes), res.explain()
 
 
+def test_a_statement_keeps_no_memory_under_min_score(make_engine: MakeEngine, clock: ManualClock) -> None:
+    # nu48 (stop 45): "Our dog Pepper is staying with Tom's mum..." went to memory and was given the best of the
+    # user's memories at 0.087. A statement asks for nothing: nothing under min_score is kept. One that says it
+    # recalls ("I forgot ...") still keeps its best memory.
+    cr = make_engine(clock=clock, retrieval=RetrievalConfig(min_score=0.99))
+    cr.add_many([Turn(text=t, user_id="sam", session_id="d1", timestamp=clock() + i)
+                 for i, t in enumerate(["our main pipeline runs on Airflow 2.9", "my dog Pixel is a border collie"])])
+    res = cr.retrieve("Our cat Miso is staying with my sister this week.", user_id="sam", session_id="d2",
+                      route="memory")
+    assert res.items == () and not any("best memory" in n for n in res.notes), res.explain()
+    res = cr.retrieve("I forgot which orchestrator our pipeline runs on", user_id="sam", session_id="d2",
+                      route="memory")
+    assert len(res.items) == 1 and any("best memory kept under min_score" in n for n in res.notes), res.explain()
+
+
 # ---------------------------------------------------------------- the gate: shared, warmed
 def test_engines_with_the_default_gate_config_share_one_gate(make_engine: MakeEngine) -> None:
     from chatrecall import GateConfig

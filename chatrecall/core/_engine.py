@@ -1490,7 +1490,7 @@ class ChatRecall(_AsyncMixin):
             if plan.route.wants_corpus or run.memory_short or run.corpus_probe:
                 # the probe of a memory turn asks whether a document bears on the message: the recent turns say
                 # what a follow-up is about, and on a statement they matched the conversation's document instead
-                self._corpus_phase(run, informed=plan.route is Route.BOTH or bool(run.memory_items)
+                self._corpus_phase(run, gate, informed=plan.route is Route.BOTH or bool(run.memory_items)
                                    or plan.follows_up, recent=not run.probe_only)
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
@@ -1936,12 +1936,13 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"degraded: served from the cached index ({st.degraded})")
         return items
 
-    def _corpus_phase(self, run: _Run, *, informed: bool = False, recent: bool = True) -> None:
+    def _corpus_phase(self, run: _Run, gate: GateDecision, *, informed: bool = False, recent: bool = True) -> None:
         """Search the corpus (shared documents and the user's own); never raises.
 
         ``informed``: the turn searches both (or continues the conversation: ``_Plan.follows_up``), so the
-        conversation informs the corpus query (:meth:`_corpus_query`); ``recent``: the recent window's user turns
-        among what informs it.
+        conversation informs the corpus query (:meth:`_corpus_query`), unless the message names what the
+        conversation never did (:meth:`_names_elsewhere`); ``recent``: the recent window's user turns among what
+        informs it.
         """
         if run.store_down:
             run.notes.append("degraded: corpus search skipped (store unavailable)")
@@ -1953,8 +1954,15 @@ class ChatRecall(_AsyncMixin):
                 run.notes.append("no corpus documents: corpus search skipped")
                 self.metrics.incr("searches_skipped.no_corpus")
             else:
-                qvec, context = self._corpus_query(run, recent=recent) if informed else (run.qvec, "")
+                turns, memories = self._informing_texts(run, recent=recent) if informed else ([], [])
+                informing = turns + memories
+                qvec, context = self._corpus_query(run, turns, memories) if informing else (run.qvec, "")
                 run.corpus_items = self._search_corpus(qvec, run.entities, run.user_id, run.k, context=context)
+                if informing and (named := self._names_elsewhere(run, gate, informing)):
+                    run.notes.append(f"corpus query: the message alone (it names {named!r}, which what informed "
+                                     "the query never says, and the passage that query found first lacks; another "
+                                     "passage holds it)")
+                    run.corpus_items = self._search_corpus(run.qvec, run.entities, run.user_id, run.k)
                 self._drop_weak_passages(run)
                 self.metrics.incr("searches_run.corpus")
         except StoreError as exc:
@@ -1984,7 +1992,51 @@ class ChatRecall(_AsyncMixin):
         run.rejected.extend(dataclasses.replace(i, why=f"passage score {i.score:.2f} < {cut:.2f} ({rule})")
                             for i in items if i.score < cut)
 
-    def _corpus_query(self, run: _Run, *, recent: bool = True) -> tuple[np.ndarray, str]:
+    def _informing_texts(self, run: _Run, *, recent: bool = True) -> tuple[list[str], list[str]]:
+        """What the conversation says about the message's subject, to inform its corpus query
+        (:meth:`_corpus_query`): the recent window's user turns (when ``corpus_recent_context`` and ``recent``),
+        and the top ``corpus_memory_items`` memories found."""
+        cfg = self.retrieval_config
+        turns = [i.text for i in run.recent if i.record is not None and i.record.role == "user"] \
+            if cfg.corpus_recent_context and recent else []
+        return turns, [i.text for i in run.memory_items[:cfg.corpus_memory_items]]
+
+    @staticmethod
+    def _names_elsewhere(run: _Run, gate: GateDecision, informing: Sequence[str]) -> str | None:
+        """A word of the message that names another subject than the conversation's, or None.
+
+        "What does the bathroom quote come to in total?" when the memories that informed the corpus query are all
+        about the electrician's quote (nu48): the informed query finds the rewire quote first, and the bathroom
+        quote, which the message names, is left out as not strong. Such a word (a content word of the message,
+        not a trigger or answer-form word) is in no informing text and not in the first passage found (its text
+        or title), but another passage found holds it: the message says what it is about, and the conversation
+        would pull the query away from it. An elliptical follow-up ("and what's the cancellation fee on it?")
+        names no such word: the first passage holds its words too.
+        """
+        items = run.corpus_items
+        if len(items) < 2:
+            return None
+        said: set[str] = set()
+        for text in informing:
+            said.update(tokenize(text))
+        words = ChatRecall._content_terms(gate, run.query, _NAMING_CATEGORIES) - _FORM_TERMS - said
+        if not words:
+            return None
+        held = [ChatRecall._passage_terms(i) & words for i in items]
+        first = held[items.index(max(items, key=lambda i: i.score))]
+        elsewhere = sorted(set().union(*held) - first)
+        return elsewhere[0] if elsewhere else None
+
+    @staticmethod
+    def _passage_terms(item: ScoredItem) -> set[str]:
+        """A passage's index terms, its document's title's included."""
+        terms = set(tokenize(item.text))
+        title = item.record.metadata.get("title") if item.record is not None else None
+        if isinstance(title, str):
+            terms.update(tokenize(title))
+        return terms
+
+    def _corpus_query(self, run: _Run, turns: Sequence[str], memories: Sequence[str]) -> tuple[np.ndarray, str]:
         """The corpus query vector of a turn that searches both, or continues the conversation ("and where is
         it held?"): the message's, with what the conversation says about its subject appended.
 
@@ -1996,21 +2048,20 @@ class ChatRecall(_AsyncMixin):
         (``run.phase1``: not clearly useful) inform nothing (letting them did not help on
         ``benchmarks/data/corpus_context`` with the gate's own routes: MRR 0.748 with them, 0.755 without).
 
+        Args:
+            run: The turn.
+            turns: Its recent user turns (:meth:`_informing_texts`).
+            memories: Its top memories' texts.
+
         Returns:
             (query vector, "" or what informed it, for the items' ``why``).
         """
         assert run.qvec is not None
-        cfg = self.retrieval_config
-        turns = [i.text for i in run.recent if i.record is not None and i.record.role == "user"] \
-            if cfg.corpus_recent_context and recent else []
-        top = run.memory_items[:cfg.corpus_memory_items]
-        if not turns and not top:
-            return run.qvec, ""
         t = time.perf_counter()
-        qvec = self.embedder.embed_query(" ".join([run.query, *turns, *(i.text for i in top)]))
+        qvec = self.embedder.embed_query(" ".join([run.query, *turns, *memories]))
         run.timings["embed"] = run.timings.get("embed", 0.0) + (time.perf_counter() - t) * 1e3
         parts = ([f"{len(turns)} recent turn{'s' if len(turns) > 1 else ''}"] if turns else []) + (
-            [f"its top {len(top)} memor{'y' if len(top) == 1 else 'ies'}"] if top else [])
+            [f"its top {len(memories)} memor{'y' if len(memories) == 1 else 'ies'}"] if memories else [])
         run.notes.append("corpus query: the message plus " + " and ".join(parts))
         return qvec, "with memory context"
 
@@ -2218,7 +2269,7 @@ class ChatRecall(_AsyncMixin):
         recent = run.recent if run.inject_recent else ()
         fixed = sum(p.tokens for p in run.pins) + sum(r.tokens for r in recent)
         found = self._mix(run.memory_items[:run.k], run.corpus_items[:run.k])
-        kept = self._best_memory_under_min_score(run, plan, found)
+        kept = self._best_memory_under_min_score(run, plan, gate, found)
         weak = [i for i in found if i.score < cfg.min_score and i is not kept]
         run.rejected.extend(dataclasses.replace(i, why=f"score {i.score:.2f} < min_score {cfg.min_score}")
                             for i in weak)
@@ -2250,14 +2301,21 @@ class ChatRecall(_AsyncMixin):
             context=context, at=run.now,
         )
 
-    def _best_memory_under_min_score(self, run: _Run, plan: _Plan, found: Sequence[ScoredItem]) -> ScoredItem | None:
-        """The best memory, when the route asked for memory and none reaches ``min_score``; else None.
+    def _best_memory_under_min_score(self, run: _Run, plan: _Plan, gate: GateDecision,
+                                     found: Sequence[ScoredItem]) -> ScoredItem | None:
+        """The best memory, when the route asked for memory, the message asks for something and no memory
+        reaches ``min_score``; else None.
 
         A new user's few memories score low on every question ("which orchestrator do we use?" against
         "our pipeline runs on Airflow 2.9": 0.149); the route asked for memory, so its best candidate is
-        kept rather than nothing.
+        kept rather than nothing. A statement asks for nothing ("Our dog Pepper is staying with Tom's mum
+        while the work's on.", nu48: its best memory scored 0.087): unless it says it recalls ("I forgot the
+        vet's name", a recall, explicit, temporal or continuity signal), nothing under ``min_score`` is kept.
         """
         if not plan.route.wants_memory:
+            return None
+        if not asks_or_requests(run.message.lower()) and not any(
+                r.weight > 0 and r.category in _CONTINUING for r in gate.reasons):
             return None
         mem = [i for i in found if i.source == "memory"]
         if not mem or any(i.score >= self.retrieval_config.min_score for i in mem):

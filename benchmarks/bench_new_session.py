@@ -1,0 +1,114 @@
+#!/usr/bin/env python
+"""One message in a new session after an earlier one: what reaches the context? (stop 45, Q1 and S1)
+
+Two held-out sets, each written by a helper who saw no code, before the change it judges was run on it:
+
+* ``benchmarks/data/doc_drift/doc_drift.json`` (Q1, 36 scenarios): 2-4 look-alike titled documents (two leases, two
+  course syllabuses, two policies...), an earlier session about one of them (A), and a question in a new session.
+  Kinds: ``named_other`` (18: the question names the other document's subject, B, which the conversation barely
+  mentioned: "How often should I change the cartridge in the humidifier?" after a session about the
+  dehumidifier), ``elliptical`` (10: the question does not name its subject, "what time does it start on
+  Saturdays?", and only the conversation says it is A) and ``named_same`` (8: it names A). Reported: the gold
+  document first among the passages, among them, the distractor among them.
+* ``benchmarks/data/statements/statements.json`` (S1, 48 scenarios): an earlier session, then a message in a new
+  session. Kinds: ``statement`` (24: news that needs nothing recalled, "My mum got home from hospital
+  yesterday..."), ``implicit_request`` (14: a statement or request in form that needs one stored fact, "Remind
+  me when the walls are getting skimmed") and ``question`` (10: "Which tool handles the scheduling for our
+  analytics jobs?"). Reported: messages given any memory, memories given, the gold turn given.
+
+Each scenario runs in a fresh store (the real model, embedded Chroma, a manual clock), with the gate's own route.
+Nothing is chosen on these sets: neither change has a constant.
+
+Usage::
+
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
+        [--sets doc_drift statements] [--out benchmarks/results/new_session]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import chatrecall
+from chatrecall._bench._common import machine_info, md_table
+from chatrecall.testing import ManualClock
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / "data"
+
+
+def ask(sc: dict[str, Any], message: str) -> chatrecall.RetrievalResult:
+    """``message`` in a new session, after the scenario's documents and earlier session, in a fresh store."""
+    with tempfile.TemporaryDirectory() as d:
+        clock = ManualClock(1_780_000_000.0)
+        cr = chatrecall.connect(path=d, clock=clock)
+        try:
+            if sc.get("documents"):
+                cr.add_documents([{"id": x["id"], "title": x["title"], "text": x["text"]} for x in sc["documents"]])
+            for turn in sc["history"]:
+                cr.add(turn["content"], user_id="u", session_id="before", role=turn["role"])
+                clock.advance(60)
+            clock.advance(5 * 86400)
+            return cr.retrieve(message, user_id="u", session_id="now")
+        finally:
+            cr.close()
+
+
+def score_drift(sc: dict[str, Any]) -> dict[str, Any]:
+    res = ask(sc, sc["question"])
+    docs = [i.record.session_id for i in res.passages if i.record is not None]
+    return {"id": sc["id"], "kind": sc["kind"], "route": res.route.value, "docs": docs,
+            "gold_first": bool(docs) and docs[0] == sc["gold_doc"], "gold_injected": sc["gold_doc"] in docs,
+            "distractor_injected": sc.get("distractor_doc") is not None and sc["distractor_doc"] in docs}
+
+
+def score_statement(sc: dict[str, Any]) -> dict[str, Any]:
+    res = ask(sc, sc["message"])
+    mems = [i for i in res.items if i.source == "memory"]
+    gold = sc.get("gold")
+    return {"id": sc["id"], "kind": sc["kind"], "route": res.route.value, "memories": len(mems),
+            "scores": [round(i.score, 3) for i in mems],
+            "any_memory": bool(mems), "gold_injected": gold is not None and any(gold in i.text for i in mems)}
+
+
+SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str, ...]]] = {
+    "doc_drift": ("doc_drift/doc_drift.json", score_drift, ("gold_first", "gold_injected", "distractor_injected")),
+    "statements": ("statements/statements.json", score_statement, ("any_memory", "memories", "gold_injected")),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", nargs="+", choices=sorted(SETS), default=sorted(SETS))
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "new_session")
+    args = ap.parse_args(argv)
+    md = ["# One message in a new session (`benchmarks/bench_new_session.py`)", ""]
+    result: dict[str, Any] = {"benchmark": "new_session", "sets": {}, "machine": machine_info()}
+    for name in args.sets:
+        rel, scorer, cols = SETS[name]
+        rows = [scorer(sc) for sc in json.loads((DATA / rel).read_text(encoding="utf-8"))]
+        totals: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in rows:
+            t = totals[r["kind"]]
+            t["n"] += 1
+            for col in cols:
+                t[col] += int(r[col])
+        table = [{"kind": k, **v} for k, v in totals.items()]
+        result["sets"][name] = {"totals": table, "rows": rows}
+        md += [f"## {rel}", "", md_table(table, ["n", *cols], first="kind"), ""]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    args.out.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
