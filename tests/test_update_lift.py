@@ -83,6 +83,10 @@ def test_the_new_dose_comes_before_the_old_one(vet_chat: ChatRecall) -> None:
     assert texts and "3 units" in texts[0], res.explain()
     assert "states a change: ranked above the earlier turn about it" in res.memories[0].why, res.explain()
     assert not any("states a change" in m.why for m in res.memories[1:] if "3 units" not in m.text), res.explain()
+    # the old dose says why it is below (the two can show the same score: nu47, nu48)
+    old = next(m for m in res.memories if "2 units" in m.text)
+    assert "a later change to it is ranked above" in old.why, res.explain()
+    assert not any("a later change" in m.why for m in res.memories if "3 units" in m.text), res.explain()
 
 
 def test_the_new_deadline_comes_before_the_old_one(vet_chat: ChatRecall) -> None:

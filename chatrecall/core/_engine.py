@@ -1175,6 +1175,7 @@ class ChatRecall(_AsyncMixin):
             columns = {c: v.tolist() for c, v in r.components.items()}
             scores, hops = r.scores.tolist(), r.hops.tolist()
             support, since, lifted = r.support.tolist(), r.since_answer.tolist(), r.lifted.tolist()
+            outranked = r.outranked.tolist()
             for rank, p in enumerate(r.positions.tolist()):
                 rec = idx.records[p]
                 comps = {c: col[rank] for c, col in columns.items()}
@@ -1184,6 +1185,8 @@ class ChatRecall(_AsyncMixin):
                             else f"; answers the question before it (+{support[rank]:.2f})")
                 if lifted[rank]:  # also in the score and no component (C66)
                     why += "; states a change: ranked above the earlier turn about it"
+                elif outranked[rank]:  # the change above may show the same score, rounded (nu47, nu48)
+                    why += "; a later change to it is ranked above"
                 if has_cue:
                     # the recency slot held the time fit (a named period, a date or time for "when"): shown as such
                     comps = {("time" if c == "recency" else c): v for c, v in comps.items()}

@@ -124,6 +124,8 @@ class Ranking:
         lifted: Per ranked turn, whether it states a change and was moved
             above an earlier turn about the same thing (:func:`_lift_changes`;
             ``why`` says so).
+        outranked: Per ranked turn, whether a later change about the same thing
+            was moved above it (``why`` says so: the two can show the same score).
     """
 
     strategy: Strategy
@@ -139,6 +141,7 @@ class Ranking:
     support: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     since_answer: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
     lifted: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
+    outranked: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfig,
@@ -189,7 +192,7 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
 
 
 def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, shares: np.ndarray,
-                  window: int) -> tuple[np.ndarray, np.ndarray]:
+                  window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A user's statement that something changed ranks above the earlier turns about the same thing among the first
     ``window``: "her dose is going up to 3 units from tonight" above "she's on 2 units at 7am and 7pm" and the replies
     to it (helper-118 and helper-119: the old value came first, the update third or lower). Only candidates already
@@ -210,15 +213,16 @@ def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.n
     narrating, where "now" and "pushing" are not updates) and a LongMemEval tally (C66, stop 42; docs/benchmarks.md).
 
     Returns:
-        The scores, and per candidate whether it was lifted.
+        The scores, and per candidate whether it was lifted and whether a change was lifted above it.
     """
     lifted = np.zeros(cand.size, dtype=bool)
+    outranked = np.zeros(cand.size, dtype=bool)
     top = topk(final, window)
     top = top[final[top] > 0]
     pos = cand[top]
     change = idx.changes(pos) & ~bot[top] & ~idx.asks(pos)
     if not change.any():
-        return final, lifted
+        return final, lifted, outranked
     emb = idx.embeddings[pos]
     ts = idx.timestamps[pos]
     on_topic = shares[top]
@@ -235,7 +239,8 @@ def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.n
         if earlier.any():
             out[top[j]] = float(final[top][earlier].max()) + 1e-4
             lifted[top[j]] = True
-    return out, lifted
+            outranked[top[earlier]] = True
+    return out, lifted, outranked & ~lifted
 
 
 def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
@@ -489,10 +494,11 @@ def rank_memories(
     if strat is Strategy.RELEVANCE:
         final = np.where(comp["relevance"] >= config.relevance_floor, final, -1.0)
     lifted = np.zeros(cand.size, dtype=bool)
+    outranked = np.zeros(cand.size, dtype=bool)
     if strat is not Strategy.RECENCY and cand.size > 1 and bot.any():
         # a change moves when it restates the query's subject (shares a word with it: stop 40's C56c) or names what
         # it replaces in a turn that does
-        final, lifted = _lift_changes(idx, cand, final, bot, comp["keyword"] > 0, k + 5)
+        final, lifted, outranked = _lift_changes(idx, cand, final, bot, comp["keyword"] > 0, k + 5)
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
         order = order[~mute[order]]
@@ -500,4 +506,4 @@ def rank_memories(
         order = order[final[order] > 0]
     used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
     return Ranking(strat, qtype, cand[order], final[order].astype(np.float32), used, hops[order], dense_rank,
-                   keys, related, cue, support[order], since[order], lifted[order])
+                   keys, related, cue, support[order], since[order], lifted[order], outranked[order])
