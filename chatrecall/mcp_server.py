@@ -60,6 +60,7 @@ from .core import (  # noqa: E402
     ChatRecallError,
     ConfigError,
     RetrievalResult,
+    ScoredItem,
     canonical_role,
     check_id,
     keywords_checked,
@@ -161,6 +162,15 @@ class _TokenRequired(RequireAuthMiddleware):
             await send({"type": "http.response.body", "body": body})
 
 
+def _title(item: ScoredItem) -> str | None:
+    """A passage's document title, the label its context line shows (None for a memory, or a document added without
+    one): a client can tell which document it got without parsing ``context`` (nu49)."""
+    if item.source != "corpus" or item.record is None:
+        return None
+    title = item.record.metadata.get("title")
+    return None if title is None else str(title)
+
+
 def _summary(res: RetrievalResult) -> dict[str, Any]:
     return {
         "route": res.route.value,
@@ -169,7 +179,8 @@ def _summary(res: RetrievalResult) -> dict[str, Any]:
         "reasons": [{"category": r.category, "match": r.match, "weight": r.weight} for r in res.gate.reasons],
         "items": [
             {"id": i.id, "text": i.text, "source": i.source, "score": i.score, "components": dict(i.components),
-             "why": i.why, "session_id": i.record.session_id if i.record else None}
+             "why": i.why, "session_id": i.record.session_id if i.record else None, "title": _title(i),
+             "tier": i.tier, "tokens": i.tokens}
             for i in res.items
         ],
         "pins": [{"id": p.id, "text": p.text} for p in res.pins],
@@ -181,6 +192,33 @@ def _summary(res: RetrievalResult) -> dict[str, Any]:
     }
 
 
+#: JSON schema types as a tool's error names them.
+_JSON_TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+                    "null": "null", "object": "an object", "array": "a list"}
+
+
+def _json_types(prop: Mapping[str, Any]) -> list[str]:
+    """The JSON types a tool argument's schema allows ("anyOf" of a union: ``str | None``), [] when it says none."""
+    if "type" in prop:
+        t = prop["type"]
+        return list(t) if isinstance(t, list) else [t]
+    return [t for alt in prop.get("anyOf", ()) for t in _json_types(alt)]
+
+
+def _is_json_type(value: object, t: str) -> bool:
+    if t == "string":
+        return isinstance(value, str)
+    if t == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if t == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t == "boolean":
+        return isinstance(value, bool)
+    if t == "null":
+        return value is None
+    return True  # objects, lists: the tool's own check
+
+
 class _StrictArgsServer(MCPServer):
     """An ``MCPServer`` whose tools refuse an argument they do not take, naming it and what they take.
 
@@ -189,22 +227,41 @@ class _StrictArgsServer(MCPServer):
     Over HTTP with tokens, its bearer check tells a missing token from an unknown one (:class:`_TokenRequired`).
     """
 
-    #: Tool name -> the arguments it takes, read from the tools' schemas on the first call (every tool is
-    #: registered by build_server before the server runs), not listed again on every call.
-    _takes: dict[str, frozenset[str]] | None = None
+    #: Tool name -> its input schema, read on the first call (every tool is registered by build_server before the
+    #: server runs), not listed again on every call.
+    _schemas: dict[str, Mapping[str, Any]] | None = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        if self._takes is None:
-            self._takes = {t.name: frozenset((t.input_schema or {}).get("properties", {}))
-                           for t in await self.list_tools()}
-        takes = self._takes.get(name)
-        extra = sorted(set(arguments or {}) - takes) if takes is not None else []
+        if self._schemas is None:
+            self._schemas = {t.name: t.input_schema or {} for t in await self.list_tools()}
+        schema = self._schemas.get(name)
+        if schema is not None:
+            self._check_arguments(name, schema, arguments or {})
+        return await super().call_tool(name, arguments, context)
+
+    @staticmethod
+    def _check_arguments(name: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        """Refuse an argument the tool does not take, a missing one and one of the wrong type, each named in our
+        words (the SDK's own check answers a wrong type with pydantic's text and a link: nu49)."""
+        props: Mapping[str, Any] = schema.get("properties", {})
+        takes = frozenset(props)
+        extra = sorted(set(arguments) - takes)
         if extra:
             hint = (" The server decides the user (the --user it runs for, or the bearer token's): no tool takes a "
                     "user id." if {"user", "user_id", "userid"} & set(extra) else "")
+            took = f"it takes {', '.join(map(repr, sorted(takes)))}" if takes else "it takes no arguments"
             raise ToolError(f"{name}: unknown argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}; "
-                            f"it takes {', '.join(map(repr, sorted(takes or ())))}.{hint}")
-        return await super().call_tool(name, arguments, context)
+                            f"{took}.{hint}")
+        missing = [a for a in schema.get("required", ()) if a not in arguments]
+        if missing:
+            raise ToolError(f"{name}: missing argument{'s' if len(missing) > 1 else ''} "
+                            f"{', '.join(map(repr, missing))}; it takes {', '.join(map(repr, sorted(takes)))}.")
+        for arg, value in arguments.items():
+            allowed = _json_types(props[arg])
+            if allowed and not any(_is_json_type(value, t) for t in allowed):
+                raise ToolError(f"{name}: {arg}={value!r:.80} is invalid: must be "
+                                f"{' or '.join(_JSON_TYPE_NAMES.get(t, t) for t in allowed)}, "
+                                f"got {type(value).__name__}.")
 
     def streamable_http_app(self, **kwargs: Any) -> Starlette:
         """The SDK's app, its bearer check (on a token server) replaced by :class:`_TokenRequired`."""
@@ -304,6 +361,21 @@ def build_server(
                                          k=k))
         return _summary(res)
 
+    @server.tool(description="Add a document (notes, a policy, a manual, a quote) to the user's own documents: "
+                             "recall searches it beside the conversation. title: the document's name, searched with "
+                             "every passage and shown as its label. doc_id: adding again under the same id replaces "
+                             "the document. Documents shared by every user are added by the operator (Python "
+                             "add_documents), not through this tool.")
+    async def add_document(text: str, ctx: Context, title: str | None = None,
+                           doc_id: str | None = None) -> dict[str, Any]:
+        doc: dict[str, Any] = {"text": text}
+        if title is not None:
+            doc["title"] = title
+        if doc_id is not None:
+            doc["id"] = doc_id
+        ids = await run(engine.aadd_documents([doc], user_id=caller(ctx)))
+        return {"chunk_ids": ids, "chunks": len(ids), "title": title}
+
     @server.tool(description="Pin a standing constraint (e.g. 'We use Postgres, not SQLite'); it is included in "
                              "every recall until unpinned.")
     async def pin(text: str, ctx: Context) -> dict[str, Any]:
@@ -320,7 +392,8 @@ def build_server(
         pins = await run(engine.apins(caller(ctx)))
         return {"pins": [{"id": p.id, "text": p.text, "session_id": p.session_id} for p in pins]}
 
-    @server.tool(description="Delete the user's memories and pins: one session's, or all of them.")
+    @server.tool(description="Delete the user's memories and pins: one session's, or all of them (and then the "
+                             "user's own documents too).")
     async def forget(ctx: Context, session_id: str | None = None) -> dict[str, Any]:
         rep = await run(engine.aforget(caller(ctx), session_id))
         return {"memories": rep.memories, "pins": rep.pins, "session_id": rep.session_id}

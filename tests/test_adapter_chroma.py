@@ -680,3 +680,39 @@ def test_server_process_dies_with_its_parent_and_keeps_acknowledged_writes(tmp_p
     assert _gone(int(out.stdout.split()[0])), "the server process outlived its parent"
     with ChromaStore(path=path) as reopened:
         assert sorted(reopened.ids("memories")) == sorted(f"r{i}" for i in range(20))
+
+
+def test_records_another_process_wrote_are_found(tmp_path: Path) -> None:
+    # nu49: documents added from Python while `chatrecall mcp` held the same embedded store. The server's Chroma
+    # client keeps its vector index in its process: every filtered query failed ("Error finding id"), old
+    # documents included, until the server restarted. The store opens its client again and answers.
+    store = ChromaStore(path=tmp_path / "db")
+    try:
+        store.upsert("corpus", [rec("a")], unit(basis(0)))
+        assert [h.record.id for h in store.query("corpus", basis(0), 3, {"user_id": ("u1", "u2")})] == ["a"]
+        code = textwrap.dedent(f"""
+            import numpy as np
+            from chatrecall.adapters.chroma import ChromaStore
+            from chatrecall.core._types import Record
+            s = ChromaStore(path={str(tmp_path / "db")!r})
+            rows = np.eye({DIM}, dtype=np.float32)[1:3]
+            s.upsert("corpus", [Record(id=i, text="text of " + i, user_id="u1", session_id="s1", role="user",
+                                       timestamp=1.0) for i in ("b", "c")], rows)
+            s.close()
+        """)
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+        hits = store.query("corpus", basis(1), 3, {"user_id": ("u1", "u2")})
+        assert hits[0].record.id == "b" and {h.record.id for h in hits} == {"a", "b", "c"}
+        store.upsert("corpus", [rec("d")], unit(basis(3)))  # and it still writes
+        assert store.count("corpus") == 4
+    finally:
+        store.close()
+
+
+def test_a_client_error_names_another_writer_when_it_may_be_one(tmp_path: Path) -> None:
+    store = ChromaStore(path=tmp_path / "db")
+    try:
+        err = store._translate("query 'corpus'", RuntimeError("Error executing plan: Internal error: Error finding id"))
+        assert "another process may have written to this embedded store" in str(err) and "--url" in str(err)
+    finally:
+        store.close()

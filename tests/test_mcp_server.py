@@ -110,7 +110,7 @@ async def _call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
 async def _conversation(client: Client) -> None:
     """The whole tool set, as one user."""
     names = {t.name for t in (await client.list_tools()).tools}
-    assert names == {"remember", "recall", "pin", "unpin", "list_pins", "forget"}
+    assert names == {"remember", "recall", "add_document", "pin", "unpin", "list_pins", "forget"}
     for tool in (await client.list_tools()).tools:  # no tool lets a client name a user
         assert not {"user", "user_id"} & set(tool.input_schema.get("properties", {})), tool.name
     await _call(client, "remember", text="The billing service runs on Postgres 16.", session_id="last-week")
@@ -163,6 +163,26 @@ async def _conversation(client: Client) -> None:
     assert bad.is_error and "unknown argument 'query'" in text and "'message'" in text, text
     assert [i["id"] for i in (await _call(client, "recall", message="who is dave?", session_id="other"))["items"]] \
         == before  # nothing was stored
+    # nu49: a wrong type or a missing argument came back as pydantic's text and a link; a tool without arguments
+    # was said to take "."
+    for tool, args, words in [("recall", {"message": 123}, "message=123 is invalid: must be a string, got int"),
+                              ("recall", {"message": "hi", "k": "five"}, "k='five' is invalid: must be an integer"),
+                              ("recall", {}, "missing argument 'message'"),
+                              ("list_pins", {"user": "x"}, "it takes no arguments")]:
+        bad = await client.call_tool(tool, args)
+        text = bad.content[0].text  # type: ignore[union-attr]
+        assert bad.is_error and words in text and "pydantic" not in text, text
+    # nu49: documents through the server itself (a second process writing an embedded store is not seen by the
+    # server's corpus search), the user's own, with the title in the items
+    added = await _call(client, "add_document", title="Greenfield Allotments - water policy", doc_id="water",
+                        text="Hosepipes may not be connected to society taps. Sprinklers are forbidden on every plot.")
+    assert added["chunks"] == 1 and added["title"] == "Greenfield Allotments - water policy"
+    res = await _call(client, "recall", message="Are sprinklers forbidden on every plot? Can hosepipes be connected to society taps?",
+                      session_id="docs")
+    passages = [i for i in res["items"] if i["source"] == "corpus"]
+    assert passages and passages[0]["title"] == "Greenfield Allotments - water policy", res
+    assert all(i["title"] is None for i in res["items"] if i["source"] == "memory")
+    assert {"tier", "tokens"} <= set(passages[0])
 
 
 # ---------------------------------------------------------------- stdio

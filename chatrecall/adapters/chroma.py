@@ -773,6 +773,11 @@ class ChromaStore:
         if isinstance(exc, ValueError) and "Could not connect" in str(exc):
             unavailable = True
         detail = f"{type(exc).__name__}: {exc}"
+        if self.url is None and "Error finding id" in str(exc):
+            # nu49: documents added from another process while an MCP server held the embedded store; every corpus
+            # query of the server failed so until it restarted
+            detail += (" (another process may have written to this embedded store: an embedded Chroma store "
+                       "serves one process; restart this one, or share a Chroma server: connect(url=...), --url)")
         if unavailable:
             return StoreUnavailableError(f"{self._describe()} is unavailable ({what}): {detail}")
         return StoreError(f"{self._describe()}: {what} failed: {detail}")
@@ -855,19 +860,51 @@ class ChromaStore:
             raise StoreError(f"chroma collection {name!r} uses distance {space!r}; chatrecall needs 'cosine'")
 
     def _with(self, collection: str, create: bool, op: Callable[[Any], T], missing: T) -> T:
-        """Run ``op`` on the collection; refresh a stale handle once."""
+        """Run ``op`` on the collection; refresh a stale handle once, or a client that another process's writes
+        left behind (:meth:`_written_elsewhere`)."""
         col = self._collection(collection, create)
         if col is None:
             return missing
         try:
             return op(col)
         except Exception as exc:
-            if not self._is_not_found(exc):
+            if self._written_elsewhere(exc):
+                self._reopen_embedded()
+            elif not self._is_not_found(exc):
                 raise
-            with self._lock:  # dropped (and maybe recreated) by another client
-                self._cols.pop(self._name(collection), None)
+            else:
+                with self._lock:  # dropped (and maybe recreated) by another client
+                    self._cols.pop(self._name(collection), None)
             col = self._collection(collection, create)
             return missing if col is None else op(col)
+
+    def _written_elsewhere(self, exc: BaseException) -> bool:
+        """Whether an embedded client of ours failed because another process wrote to the same files.
+
+        An embedded Chroma client keeps its vector index in its process: records another process adds are in the
+        files' metadata but not in that index, so a filtered query fails ("Error finding id") until the client is
+        opened again (nu49: documents added from Python while ``chatrecall mcp`` ran; every corpus search of the
+        server failed until it restarted).
+        """
+        return self.url is None and self._owns_client and "Error finding id" in str(exc)
+
+    def _reopen_embedded(self) -> None:
+        """Open the embedded client again, on a fresh Chroma system that reads the files as they are now.
+
+        Chroma shares one system per directory in a process; the one this client used is left to the handles still
+        holding it (not stopped: a call in another thread may be using it), and a new one is made.
+        """
+        try:
+            from chromadb.api.shared_system_client import SharedSystemClient
+        except ImportError:  # another chromadb layout: the cached system stays, and the retry may fail again
+            systems = None
+        else:
+            systems = getattr(SharedSystemClient, "_identifier_to_system", None)
+        with self._lock:
+            self._cols.clear()
+            self._client = None
+            if isinstance(systems, dict) and self.path is not None:
+                systems.pop(str(self.path), None)
 
     def _batch_size(self) -> int:
         if self._max_batch is None:

@@ -154,6 +154,9 @@ class _Plan:
 #: the thing ("the deposit?" in "what the quote said about the deposit?"; criterion C25).
 _PERSONAL = frozenset({"personal"})
 _NAMING_CATEGORIES = frozenset({"personal", "continuity"})
+#: Seconds after which an empty corpus is counted again (:meth:`ChatRecall._corpus_size`): at most one count a second
+#: while there are no documents, none once there are (operational, not tuned).
+_EMPTY_CORPUS_RECOUNT_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -366,6 +369,7 @@ class ChatRecall(_AsyncMixin):
         self._owned_store: Any = None
         self._pool = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="chatrecall-phase1")
         self._corpus_count: int | None = None
+        self._corpus_counted_at = 0.0  # time.monotonic() of that count
         self.vector_index = vector_index
         # warm start of large users in a new process (see _snapshot)
         self._snapshots = SnapshotCache(store, ann=vector_index)
@@ -1798,9 +1802,17 @@ class ChatRecall(_AsyncMixin):
                      probe=probe, follows_up=follows_up, known_names=known if route is Route.BOTH else ())
 
     def _corpus_size(self) -> int:
-        """Documents in the corpus: one count, cached until documents change. Raises StoreError."""
-        if self._corpus_count is None:
+        """Documents in the corpus: one count, cached until documents change. Raises StoreError.
+
+        An empty corpus is counted again after ``_EMPTY_CORPUS_RECOUNT_S``: another process sharing the store (an
+        app's other workers on one Chroma server, a script beside ``chatrecall mcp``) may add the first documents,
+        and a cached 0 skipped every corpus search of this one until it restarted (nu49).
+        """
+        now = time.monotonic()
+        if self._corpus_count is None or (
+                self._corpus_count == 0 and now - self._corpus_counted_at >= _EMPTY_CORPUS_RECOUNT_S):
             self._corpus_count = self.store.count(COLLECTION_CORPUS)
+            self._corpus_counted_at = now
         return self._corpus_count
 
     @staticmethod
