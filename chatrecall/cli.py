@@ -9,6 +9,7 @@ import datetime
 import json
 import re
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from importlib import resources
@@ -611,6 +612,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- stats
 
 _COLLECTIONS = ("memories", "pins", "corpus")
+#: Seconds between two saves of an MCP server's metrics while they change (:class:`_MetricsSaver`).
+_MCP_METRICS_EVERY_S = 10.0
 
 
 def _namespaces(cr: ChatRecall, current: str) -> dict[str, dict[str, int]]:
@@ -683,7 +686,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     else:
         others = sorted(p.name.removesuffix("-metrics.json") for p in _metrics_dir(args).glob("*-metrics.json"))
         also = f" (saved for: {', '.join(others)})" if others else ""
-        console.print(f"no metrics saved for namespace {args.namespace!r} yet; demo and ask save them{also}",
+        console.print(f"no metrics saved for namespace {args.namespace!r} yet; demo, ask and a running mcp server save them{also}",
                       highlight=False)
     return 0
 
@@ -727,12 +730,43 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             raise StoreUnavailableError(_no_server(args.url)) from None
     cr = ChatRecall(store=store, embedder=embedder)
     cr.warm(background=True)  # a long-lived server: the model and the gate are ready before the first call
+    saver = _MetricsSaver(args, cr, user=args.user or "the auth file's token holders")
     try:
         serve(cr, user_id=args.user, auth_file=args.auth_file, http_port=args.http, host=args.host,
               session_id=args.session)
     finally:
+        saver.stop()
         cr.close()
     return 0
+
+
+class _MetricsSaver:
+    """Saves a server's metrics where ``stats`` reads them, every ``_MCP_METRICS_EVERY_S`` while they change and once
+    more when it stops: ``stats`` showed only the last CLI run, none of the server's recalls (nu49)."""
+
+    def __init__(self, args: argparse.Namespace, cr: ChatRecall, *, user: str) -> None:
+        self._args, self._cr, self._user = args, cr, user
+        self._last: Any = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="chatrecall-mcp-metrics", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._done.wait(_MCP_METRICS_EVERY_S):
+            self.save()
+
+    def save(self) -> None:
+        counters = self._cr.stats().get("counters")
+        if counters == self._last:
+            return
+        with contextlib.suppress(OSError):  # a read-only directory must not stop the server
+            _save_metrics(self._args, self._cr, user=self._user)
+            self._last = counters
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=5)
+        self.save()
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -384,3 +384,20 @@ def test_a_server_url_that_does_not_answer_stops_the_mcp_server_at_start(tmp_pat
     assert run.returncode == 2, run
     assert url in run.stderr and "chroma run" in run.stderr and "Traceback" not in run.stderr
     assert run.stdout == ""  # stdout is the MCP channel
+
+
+def test_stats_shows_what_the_mcp_server_did(tmp_path: Path) -> None:
+    # nu49: `chatrecall stats` showed only the last CLI run's metrics, none of the server's 49 recalls
+    async def main() -> None:
+        async with _stdio(tmp_path / "db", "--user", "alice", "--embedder", "hash") as client:
+            await _call(client, "remember", text="The billing service runs on Postgres 16.")
+            for _ in range(3):
+                await _call(client, "recall", message=QUESTION)
+
+    asyncio.run(main())
+    out = subprocess.run([sys.executable, "-m", "chatrecall", "--path", str(tmp_path / "db"), "stats"], env=ENV,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "metrics of the last mcp run" in text and "'alice'" in text, out.stdout
+    assert "latency_ms" in text and "(n=3)" in text, out.stdout
