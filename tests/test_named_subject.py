@@ -71,3 +71,24 @@ def test_an_elliptical_follow_up_keeps_the_conversation_in_its_query(cr: chatrec
     texts = [i.text for i in res.items if i.source == "corpus"]
     assert texts and texts[0].startswith("Quote for a full rewire"), res.explain()
     assert not any("the message alone" in n for n in res.notes), res.notes
+
+
+@pytest.fixture
+def said_bathroom(cr: chatrecall.ChatRecall) -> chatrecall.ChatRecall:
+    """The conversation said "bathroom" once, long before, as nu48's had."""
+    cr.add("Tiles picked out for the bathroom: the grey slate ones.", user_id="p", session_id="s0", role="user",
+           timestamp=1_770_000_000.0)
+    return cr
+
+
+def test_a_memory_turn_keeps_the_document_its_message_names(said_bathroom: chatrecall.ChatRecall) -> None:
+    cr = said_bathroom
+    # nu48's own turn was a memory turn: its memories passed the usefulness check, and the documents were searched
+    # as the probe, which kept strong passages only; the bathroom quote, found first by the message alone, was
+    # dropped as "memory useful, passage not strong"
+    res = cr.retrieve("What does the bathroom quote come to in total?", user_id="p", session_id="s2",
+                      route="memory")
+    texts = [i.text for i in res.items if i.source == "corpus"]
+    assert any(t.startswith("Bathroom refit quote") for t in texts), res.explain()
+    assert not any(t.startswith("Quote for a full rewire") for t in texts), res.explain()
+    assert any("its title names 'bathroom'" in n for n in res.notes), res.notes

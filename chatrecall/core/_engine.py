@@ -213,6 +213,9 @@ class _Run:
     #: once by the memory phase of a memory-only plan, and whether its useful memories lack it (``form_gap``).
     form: str | None = None
     form_gap: bool = False
+    #: A word of the message that another passage's title holds and nothing informing the corpus query said: the
+    #: corpus was queried with the message alone (:meth:`ChatRecall._names_elsewhere`), and a probe keeps that passage.
+    named: str | None = None
     corpus_items: list[ScoredItem] = dataclasses.field(default_factory=list)
     rejected: list[ScoredItem] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -1974,6 +1977,7 @@ class ChatRecall(_AsyncMixin):
                 qvec, context = self._corpus_query(run, turns, memories) if informing else (run.qvec, "")
                 run.corpus_items = self._search_corpus(qvec, run.entities, run.user_id, run.k, context=context)
                 if informing and (named := self._names_elsewhere(run, gate, informing)):
+                    run.named = named
                     run.notes.append(f"corpus query: the message alone (it names {named!r}, which another "
                                      "passage's title holds, and neither what informed the query nor the passage "
                                      "that query found first)")
@@ -2157,6 +2161,13 @@ class ChatRecall(_AsyncMixin):
                 keep.append(item)
                 run.notes.append(f"the best passage kept: it holds {', '.join(map(repr, words))} of the message, "
                                  "which the conversation never used")
+            elif cfg.corpus_probe and item is best and run.named is not None \
+                    and run.named in self._title_terms(item):
+                # nu48: "What does the bathroom quote come to in total?" with memories all about the rewire quote:
+                # the message names the document, the memories answer another question
+                keep.append(item)
+                run.notes.append(f"the best passage kept: its title names {run.named!r}, as the message does and "
+                                 "no memory found does")
             else:
                 run.rejected.append(dataclasses.replace(item, why=why))
         run.corpus_items = keep
