@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""One message in a new session after an earlier one: what reaches the context? (stop 45, Q1 and S1)
+"""One message in a new session after an earlier one: what reaches the context? (stop 45, Q1, S1 and D3)
 
-Two held-out sets, each written by a helper who saw no code, before the change it judges was run on it:
+Three held-out sets, each written by a helper who saw no code, before the change it judges was run on it:
 
 * ``benchmarks/data/doc_drift/doc_drift.json`` (Q1, 36 scenarios): 2-4 look-alike titled documents (two leases, two
   course syllabuses, two policies...), an earlier session about one of them (A), and a question in a new session.
@@ -15,6 +15,12 @@ Two held-out sets, each written by a helper who saw no code, before the change i
   yesterday..."), ``implicit_request`` (14: a statement or request in form that needs one stored fact, "Remind
   me when the walls are getting skimmed") and ``question`` (10: "Which tool handles the scheduling for our
   analytics jobs?"). Reported: messages given any memory, memories given, the gold turn given.
+* ``benchmarks/data/memory_corrections/memory_corrections.json`` (D3, 20 scenarios): two similar facts of the user in
+  different sessions (two plots, two cars, two kids' schools...), a question answered from the wrong one, then "no,
+  I meant the other plot" (``other``, 14; 3 with a hint, "no, the younger one") or a follow-up on the same fact
+  (``control``, 6). The question and the bot's reply are stored, as a chatbot would. Reported: the gold turn first
+  among the memories, among them, and (``other``) the fact the reply used among them. m01 is the dev case the
+  brief to its writer quoted (nu49's two plots).
 
 Each scenario runs in a fresh store (the real model, embedded Chroma, a manual clock), with the gate's own route.
 Nothing is chosen on these sets: neither change has a constant.
@@ -22,7 +28,7 @@ Nothing is chosen on these sets: neither change has a constant.
 Usage::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
-        [--sets doc_drift statements] [--out benchmarks/results/new_session]
+        [--sets doc_drift statements memory_corrections] [--out benchmarks/results/new_session]
 """
 
 from __future__ import annotations
@@ -61,6 +67,36 @@ def ask(sc: dict[str, Any], message: str) -> chatrecall.RetrievalResult:
             cr.close()
 
 
+def ask_after_correction(sc: dict[str, Any]) -> chatrecall.RetrievalResult:
+    """The scenario's question in a new session, its reply stored, then its correction (or follow-up)."""
+    with tempfile.TemporaryDirectory() as d:
+        clock = ManualClock(1_780_000_000.0)
+        cr = chatrecall.connect(path=d, clock=clock)
+        try:
+            for n, session in enumerate(sc["history"]):
+                for turn in session:
+                    cr.add(turn["content"], user_id="u", session_id=f"before{n}", role=turn["role"])
+                    clock.advance(60)
+                clock.advance(3 * 86400)
+            cr.retrieve(sc["question"], user_id="u", session_id="now")
+            cr.add(sc["question"], user_id="u", session_id="now")
+            clock.advance(30)
+            cr.add(sc["assistant_reply"], user_id="u", session_id="now", role="assistant")
+            clock.advance(60)
+            return cr.retrieve(sc["correction"], user_id="u", session_id="now")
+        finally:
+            cr.close()
+
+
+def score_memory_correction(sc: dict[str, Any]) -> dict[str, Any]:
+    res = ask_after_correction(sc)
+    mems = [i.text for i in res.items if i.source == "memory"]
+    first = sc["first_fact"]
+    return {"id": sc["id"], "kind": sc["kind"], "route": res.route.value, "memories": [m[:60] for m in mems],
+            "gold_first": bool(mems) and sc["gold"] in mems[0], "gold_injected": any(sc["gold"] in m for m in mems),
+            "first_fact_injected": sc["kind"] == "other" and any(first in m for m in mems)}
+
+
 def score_drift(sc: dict[str, Any]) -> dict[str, Any]:
     res = ask(sc, sc["question"])
     docs = [i.record.session_id for i in res.passages if i.record is not None]
@@ -81,6 +117,8 @@ def score_statement(sc: dict[str, Any]) -> dict[str, Any]:
 SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str, ...]]] = {
     "doc_drift": ("doc_drift/doc_drift.json", score_drift, ("gold_first", "gold_injected", "distractor_injected")),
     "statements": ("statements/statements.json", score_statement, ("any_memory", "memories", "gold_injected")),
+    "memory_corrections": ("memory_corrections/memory_corrections.json", score_memory_correction,
+                           ("gold_first", "gold_injected", "first_fact_injected")),
 }
 
 
