@@ -12,7 +12,7 @@ from ._index import tokenize
 from ._tuned import AUTO_STRATEGY
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "asked_for", "asked_for_other", "classify_query", "drop_negated", "names_own",
+__all__ = ["STRATEGY_FOR", "TimeCue", "asks_advice", "asked_for", "classify_query", "drop_negated", "names_own",
            "other_than", "ruled_out", "time_cue"]
 
 _RECENT = re.compile(
@@ -308,18 +308,6 @@ def asks_other(message: str) -> bool:
 def asked_for(message: str, ruled: frozenset[str]) -> frozenset[str]:
     """The index terms a correction asks for, beside those it rules out: its own words minus filler."""
     return frozenset(tokenize(message)) - _FILLER - ruled
-
-
-#: The kind of thing "the other ..." asks for ("the other plot", "the wrong policy"): every candidate is one, so it
-#: tells nothing apart.
-_OTHER_KIND = re.compile(r"\b(?:other|another|wrong)\s+([^\W\d_][\w'’-]*)", re.I)
-
-
-def asked_for_other(message: str) -> frozenset[str]:
-    """The index terms a correction asking for another one asks for, the kind it names left out: "no, I meant the
-    other plot" asks for nothing that tells the plots apart; "the other market, the Sunday one" for "sunday"."""
-    kinds = frozenset(t for m in _OTHER_KIND.finditer(message) for t in tokenize(m.group(1)))
-    return asked_for(message, kinds)
 
 
 def names_own(text: str) -> bool:

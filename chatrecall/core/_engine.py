@@ -23,16 +23,7 @@ from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of, trim_overlaps
-from ._classifier import (
-    asked_for,
-    asked_for_other,
-    asks_advice,
-    asks_other,
-    drop_negated,
-    names_own,
-    other_than,
-    ruled_out,
-)
+from ._classifier import asked_for, asks_advice, asks_other, drop_negated, names_own, other_than, ruled_out
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -123,9 +114,6 @@ class _UserState:
     #: Sessions whose last turn was given passages: their documents' ids, best first (a correction asking for "the other
     #: one" leaves them out), whether the documents answered the turn or came with its memories.
     corpus_docs: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    #: Sessions whose last turn was given memories: their ids (a correction asking for "the other one" leaves them out
-    #: of its search, as it does the documents).
-    memories_shown: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     #: Why the cached index is being served without the store (None while the store answers).
     degraded: str | None = None
     #: Shared store: memories-collection count at this user's last resync (None: never), and its time.
@@ -207,8 +195,6 @@ class _Run:
     inject_recent: bool = True
     #: Record ids the caller's own history shows (``retrieve(exclude_ids=...)``): left out of the memory search.
     shown: frozenset[str] = frozenset()
-    #: Memories the corrected turn got, when its correction asks for "the other one": left out of the search too.
-    passed_over: frozenset[str] = frozenset()
     #: ``retrieve(as_of=...)``: turns stored and pins made after it are neither searched nor shown (None: all).
     as_of: float | None = None
     entities: list[Entity] = dataclasses.field(default_factory=list)
@@ -1010,7 +996,6 @@ class ChatRecall(_AsyncMixin):
                 st.correction_pending.discard(session_id)
                 st.corpus_last.pop(session_id, None)
                 st.corpus_docs.pop(session_id, None)
-                st.memories_shown.pop(session_id, None)
         if mem == 0 and pins == 0 and docs == 0:
             raise NotFoundError(
                 f"nothing stored for user {user_id!r}" + (f" in session {session_id!r}" if session_id else "")
@@ -1498,8 +1483,6 @@ class ChatRecall(_AsyncMixin):
         if not gate.reasons and gate.route is not Route.NONE:
             self._note_learned(run, gate_obj, gate)
         run.query = self._search_text(run, gate)
-        if gate.correction:
-            self._pass_over_shown_memories(run)
         plan = self._plan_route(run, gate, forced)
         if plan.route is Route.NONE:
             self.metrics.incr("searches_skipped.route_none")
@@ -1610,48 +1593,6 @@ class ChatRecall(_AsyncMixin):
             st.corpus_docs[sid] = docs
         else:
             st.corpus_docs.pop(sid, None)
-        memories = tuple(i.id for i in result.items if i.source == "memory")
-        if memories:
-            st.memories_shown[sid] = memories
-        else:
-            st.memories_shown.pop(sid, None)
-
-    @staticmethod
-    def _used_by_reply(run: _Run, shown: Sequence[str], held: Mapping[str, set[str]]) -> list[str]:
-        """The memories the corrected turn got that its answer used: those sharing a word with the session's last
-        assistant reply that the corrected question does not say ("Garlic, in bed 1 on plot 14B." used "The garlic
-        went into bed 1 on plot 14B.", not the other plot's turn beside it). Without a stored reply, the first."""
-        turns = [i.record for i in run.recent if i.record is not None and not run.is_message(i)]
-        reply = next((r.text for r in reversed(turns) if r.role == "assistant"), None)
-        if reply is None:
-            return list(shown[:1])
-        asked = next((set(tokenize(r.text)) for r in reversed(turns) if r.role == "user"), set())
-        said = set(tokenize(reply)) - asked
-        return [i for i in shown if held.get(i, set()) & said]
-
-    @staticmethod
-    def _pass_over_shown_memories(run: _Run) -> None:
-        """A correction asking for "the other one" that names nothing to rule out leaves out of its search the memories
-        the corrected turn got and its answer used (:meth:`_used_by_reply`), unless they hold every word it asks for
-        (``asked_for_other``): nu49's "no, I meant on the other plot" after "what did I plant in bed 1?" (answered from
-        "The garlic went into bed 1 on plot 14B.") was searched with that question and got the same memories again,
-        not the other plot's. Documents: :meth:`_drop_shown_documents`."""
-        st, sid = run.st, run.session_id
-        if run.ruled or st is None or sid is None or not asks_other(run.message):
-            return
-        shown = st.memories_shown.get(sid, ())
-        if not shown:
-            return
-        wanted = asked_for_other(run.message)
-        with st.lock:
-            idx = st.index
-            held = {i: set(tokenize(idx.records[idx.pos[i]].text)) for i in shown if i in idx.pos}
-        used = ChatRecall._used_by_reply(run, shown, held)
-        out = frozenset(i for i in used if not (wanted and wanted <= held.get(i, set())))
-        if out:
-            run.passed_over = out
-            run.notes.append(f"correction: asks for another one: {len(out)} memor{'y' if len(out) == 1 else 'ies'} "
-                             "the corrected turn got left out of the search")
 
     # ---------------------------------------------------------------- retrieve steps
     @staticmethod
@@ -1966,7 +1907,7 @@ class ChatRecall(_AsyncMixin):
 
     def _run_memory_search(self, run: _Run, k: int, *, timeout_ms: float | None) -> list[ScoredItem]:
         """One memory search (on the phase-1 pool when it has a time budget); never raises."""
-        exclude = frozenset(r.id for r in run.recent) | run.shown | run.passed_over
+        exclude = frozenset(r.id for r in run.recent) | run.shown
         pins = [p.text for p in run.pins]  # shown with the result: a turn that only repeats one is not a memory
         assert run.qvec is not None
         t = time.perf_counter()
@@ -2282,7 +2223,7 @@ class ChatRecall(_AsyncMixin):
         shown = set(st.corpus_docs.get(sid, ()))
         if not shown:
             return
-        wanted = asked_for_other(run.message)
+        wanted = asked_for(run.message, frozenset())
         kept: list[ScoredItem] = []
         for item in run.corpus_items:
             doc = item.record.session_id if item.record is not None else None
