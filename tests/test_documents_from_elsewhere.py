@@ -34,3 +34,20 @@ def test_an_engine_that_counted_no_documents_finds_them_once_another_adds_them(
     finally:
         operator.close()
         serving.close()
+
+
+def test_a_memory_another_writer_stored_is_found_and_no_note_says_there_is_none(tmp_path: Path) -> None:
+    # nu49: the turn that found a memory written by another process still said "user_id 'u' has no stored memories
+    # yet" (the note was written before the search brought the store's new turns in)
+    serving = chatrecall.connect(path=tmp_path / "db")
+    writer = chatrecall.connect(path=tmp_path / "db")
+    try:
+        res = serving.retrieve("Remember which plot I took on?", user_id="u", session_id="s1")
+        assert any("has no stored memories yet" in n for n in res.notes), res.notes
+        writer.add("I've just taken on plot 14B at Greenfield allotments.", user_id="u", session_id="s0")
+        res = serving.retrieve("Remember which plot I took on?", user_id="u", session_id="s1")
+        assert any("14B" in m.text for m in res.memories), res.explain()
+        assert not any("has no stored memories yet" in n for n in res.notes), res.notes
+    finally:
+        writer.close()
+        serving.close()

@@ -1846,11 +1846,11 @@ class ChatRecall(_AsyncMixin):
         if run.store_down and run.st is None:
             run.notes.append("degraded: memory search skipped (store unavailable)")
             return
-        self._note_no_memories(run)
         # a corpus question that searches memory only because it names something memory knows: the small lookup's
         # few memories, not a full search (every turn naming it, acknowledgements included, came back)
         top = self._phase1_size(run) if plan.two_phase or plan.known_names else run.k
         items = self._run_memory_search(run, top, timeout_ms=cfg.phase1_timeout_ms if plan.two_phase else None)
+        self._note_no_memories(run)  # after the search: it may have found turns another process stored (nu49)
         if not plan.two_phase:
             run.memory_items = items
             return
@@ -2127,8 +2127,8 @@ class ChatRecall(_AsyncMixin):
     def _keep_useful(self, run: _Run, gate: GateDecision, *, timeout_ms: float | None, why: str) -> str | None:
         """The small lookup of the fallback and the probe: memories that pass the usefulness check become the
         turn's memories, the others are rejected with ``why``. Returns the check's reason, or None."""
-        self._note_no_memories(run)
         items = self._run_memory_search(run, self._phase1_size(run), timeout_ms=timeout_ms)
+        self._note_no_memories(run)
         useful = self._useful(items, run.entities, gate, run.query)
         if useful:
             run.memory_items = items
