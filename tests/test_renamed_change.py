@@ -34,13 +34,6 @@ from chatrecall.testing import ManualClock
     ("We cancelled Netflix and went with Disney+ instead.", {"netflix"}),
     ("Moved from Barclays to Monzo for the business account.", {"barclays"}),
     ("replaced my old Garmin Forerunner with a Coros Pace 3", {"garmin", "forerunner"}),
-    # stop 45 (R2), from nu49 and a dev set: a swap, a switch with words between, a passive, a casual one, and a
-    # hedge in another clause ("I want to do more gravel") that no longer cancels the change
-    ("I've swapped the runner beans for peas, the beans kept getting eaten.", {"runner", "beans"}),
-    ("Finally switched everything over from Barclays to Monzo.", {"barclays"}),
-    ("Netflix has been replaced by Disney+ in this house.", {"netflix"}),
-    ("Royal Canin got the boot, she's on Lily's Kitchen now.", {"royal", "canin"}),
-    ("Sold the Trek Domane and picked up a Canyon Grizl - I want to do more gravel.", {"trek", "domane"}),
 ])
 def test_the_replaced_thing_is_read(text: str, words: set[str]) -> None:
     assert _replaced_words(text) == frozenset(words)
@@ -57,8 +50,6 @@ def test_the_replaced_thing_is_read(text: str, words: set[str]) -> None:
     "my roommate switched from notion to obsidian, keeps going on about it",  # R1c: the roommate did
     "Jake finally got rid of the Kindle, he reads on his phone now",
     "Done, the error is gone. Staging is back up.",  # a problem solved
-    "thinking about swapping the peas for beans next year",  # R2: a swap only considered
-    "My mum got the boot from the choir.",  # R2: a person is not a thing replaced
 ])
 
 def test_nothing_replaced(text: str) -> None:
@@ -138,19 +129,3 @@ def test_a_change_that_replaces_nothing_moves_nothing(cr: tuple[ChatRecall, Manu
     ], days_between=9)
     got = _memories(engine, "What time does the club run start?", "kim")
     assert _first(got, "6:30pm from") < _first(got, "Swapped my Saturday"), got
-
-
-def test_a_swap_the_question_never_names_comes_before_the_old_crop(cr: tuple[ChatRecall, ManualClock]) -> None:
-    # nu49 (stop 45): "I've swapped the runner beans for peas" was not read as a change ("kept" in its other clause
-    # hedged it), and says no word of "what's in bed 2?"
-    engine, clock = cr
-    feed_sessions(engine, clock, "jo", [
-        [("I've put runner beans in bed 2 along the fence.", "Runner beans in bed 2, lovely."),
-         ("The leeks are in bed 3 and the garlic went into bed 1.", "Noted: leeks in bed 3, garlic in bed 1."),
-         ("Where do I get the compost bins key?", "From the society shed, ask Maisie.")],
-        [("morning!", "Morning!"),
-         ("I've swapped the runner beans for peas, the beans kept getting eaten.", "Peas it is, fingers crossed."),
-         ("how deep should garlic be planted?", "About 5cm deep, pointy end up.")],
-    ], days_between=9)
-    got = _memories(engine, "What's in bed 2 now?", "jo")
-    assert _first(got, "swapped the runner beans") < _first(got, "runner beans in bed 2"), got

@@ -28,7 +28,6 @@ from ._replace_patterns import (
     OTHERS,
     REPLACED_AFTER_VERB,
     REPLACED_BEFORE_END,
-    REPLACED_BEFORE_PASSIVE,
     THE_USER,
     THING_ENDS,
 )
@@ -214,21 +213,11 @@ _HEDGED = re.compile(
     re.IGNORECASE)
 
 
-#: Where one clause of a turn ends and the next begins, for the hedges: "Sold the Trek Domane and picked up a Canyon
-#: Grizl - I want to do more gravel" states a change; its "want to" hedges another clause (stop 45, R2).
-_HEDGE_SCOPE = re.compile(r"[.!?;:\n]+|,|\s[-\u2013\u2014]+\s|[\u2013\u2014]|\b(?:but|because|though|although)\b")
-
-
-def _unhedged_clauses(text: str) -> list[str]:
-    """The clauses of ``text`` that no hedge (:data:`_HEDGED`) holds."""
-    return [c for c in _HEDGE_SCOPE.split(text) if c.strip() and _HEDGED.search(c) is None]
-
-
 def _states_change(text: str) -> bool:
-    """A statement that something changed, not only thought of: a clause holds a change (:data:`_CHANGE` or a thing
-    replaced, see :func:`_replaced_words`) and no hedge (:data:`_HEDGED`)."""
+    """A statement that something changed, not only thought of (:data:`_CHANGE` or a thing replaced, see
+    :func:`_replaced_words`; not :data:`_HEDGED`)."""
     t = text.replace("\u2019", "'")
-    return any(_CHANGE.search(c) is not None for c in _unhedged_clauses(t)) or bool(_replaced_words(t))
+    return (_CHANGE.search(t) is not None or bool(_replaced_words(t))) and _HEDGED.search(t) is None
 
 
 _NOTHING: frozenset[str] = frozenset()
@@ -251,21 +240,23 @@ def _replaced_words(text: str) -> frozenset[str]:
     Mahlkönig E65S", "vodafone" in "switched from vodafone to three", "thinkpad" in "the ThinkPad finally died"
     (patterns: :mod:`._replace_patterns`). Empty for a change only thought of (:data:`_HEDGED`); someone else's thing
     ("my brother sold his Subaru") is left out."""
+    t = text.replace("\u2019", "'")
     found: set[str] = set()
-    for t in _unhedged_clauses(text.replace("\u2019", "'")):
-        for rx in (REPLACED_AFTER_VERB, REPLACED_BEFORE_END, REPLACED_BEFORE_PASSIVE):
-            for m in rx.finditer(t):
-                whose = (m.group("whose") or "").casefold().split()
-                if not OTHERS.isdisjoint(whose) or (not _USERS_THING.intersection(whose)
-                                                    and _someone_else_does(t[:m.start()])):
-                    continue  # someone else's thing ("my brother sold his Subaru", "my roommate switched from notion")
-                for raw in m.group("thing").split():
-                    w = raw.casefold().strip("'-")
-                    if w in THING_ENDS:
-                        break
-                    if len(w) > 2 and w not in NOT_A_THING and w not in _STOP and w not in OTHER_PEOPLE:
-                        found.add(w)
-    return frozenset(found) if found else _NOTHING
+    for rx in (REPLACED_AFTER_VERB, REPLACED_BEFORE_END):
+        for m in rx.finditer(t):
+            whose = m.group("whose").casefold().split()
+            if not OTHERS.isdisjoint(whose) or (not _USERS_THING.intersection(whose)
+                                                and _someone_else_does(t[:m.start()])):
+                continue  # someone else's thing ("my brother sold his Subaru", "my roommate switched from notion")
+            for raw in m.group("thing").split():
+                w = raw.casefold().strip("'-")
+                if w in THING_ENDS:
+                    break
+                if len(w) > 2 and w not in NOT_A_THING and w not in _STOP:
+                    found.add(w)
+    if not found or _HEDGED.search(t) is not None:
+        return _NOTHING
+    return frozenset(found)
 
 
 def overlapping_keys(key: str, stored: Iterable[str]) -> list[str]:

@@ -191,48 +191,6 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
 
 
-#: Changes outside the first places read for what they replace, best first (:func:`_pull_replacing`): a bound on
-#: the work per query, not a tuned constant.
-_PULL_SCAN = 50
-
-
-def _pull_replacing(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, shares: np.ndarray,
-                    top: np.ndarray, out: np.ndarray, lifted: np.ndarray, outranked: np.ndarray) -> None:
-    """A change outside the first places that names what it replaces, when an earlier turn in them names it and
-    shares a word with the query, moves above that turn (``out``, ``lifted`` and ``outranked`` are updated in place).
-
-    "Sold the Trek Domane on Facebook Marketplace and picked up a Canyon Grizl" shares no word with "what bike do I
-    ride?" and ranked outside the first places, below "I ride a Trek Domane..." (changes_replaced set 4, stop 45):
-    :func:`_lift_changes` moves only changes already among them. The changes looked at are the best
-    ``_PULL_SCAN`` outside them (each is read for what it replaces).
-    """
-    if top.size == 0:
-        return
-    rest = np.setdiff1d(np.flatnonzero(final > 0), top, assume_unique=True)
-    if rest.size == 0:
-        return
-    rpos = cand[rest]
-    keep = idx.changes(rpos) & ~bot[rest] & ~idx.asks(rpos)
-    rest = rest[keep]
-    if rest.size == 0:
-        return
-    rest = rest[np.argsort(-final[rest], kind="stable")[:_PULL_SCAN]]
-    pos = cand[top]
-    ts = idx.timestamps[pos]
-    on_topic = shares[top]
-    if not on_topic.any():
-        return
-    for c in rest.tolist():
-        gone = idx.replaced(int(cand[c]))
-        if not gone:
-            continue
-        earlier = on_topic & idx.naming(pos, gone) & (ts < idx.timestamps[cand[c]])
-        if earlier.any():
-            out[c] = float(final[top][earlier].max()) + 1e-4
-            lifted[c] = True
-            outranked[top[earlier]] = True
-
-
 def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, shares: np.ndarray,
                   window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A user's statement that something changed ranks above the earlier turns about the same thing among the first
@@ -263,13 +221,12 @@ def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.n
     top = top[final[top] > 0]
     pos = cand[top]
     change = idx.changes(pos) & ~bot[top] & ~idx.asks(pos)
-    out = final.copy()
-    _pull_replacing(idx, cand, final, bot, shares, top, out, lifted, outranked)
     if not change.any():
-        return out, lifted, outranked & ~lifted
+        return final, lifted, outranked
     emb = idx.embeddings[pos]
     ts = idx.timestamps[pos]
     on_topic = shares[top]
+    out = final.copy()
     for j in np.flatnonzero(change).tolist():
         about = np.zeros(top.size, dtype=bool)
         if on_topic[j]:
