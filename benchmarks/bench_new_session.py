@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""One message in a new session after an earlier one: what reaches the context? (stop 45, Q1, S1 and D3)
+"""One message in a new session after an earlier one: what reaches the context? (stop 45: Q1, S1, D3, U1)
 
-Three held-out sets, each written by a helper who saw no code, before the change it judges was run on it:
+Four held-out sets, each written by a helper who saw no code, before the change it judges was run on it:
 
 * ``benchmarks/data/doc_drift/doc_drift.json`` (Q1, 36 scenarios): 2-4 look-alike titled documents (two leases, two
   course syllabuses, two policies...), an earlier session about one of them (A), and a question in a new session.
@@ -21,6 +21,10 @@ Three held-out sets, each written by a helper who saw no code, before the change
   (``control``, 6). The question and the bot's reply are stored, as a chatbot would. Reported: the gold turn first
   among the memories, among them, and (``other``) the fact the reply used among them. m01 is the dev case the
   brief to its writer quoted (nu49's two plots).
+* ``benchmarks/data/in_session_updates/in_session_updates.json`` (U1, 32 scenarios, blind: only counts reported to
+  the developer): earlier sessions state a fact; the current conversation changes it (``update``, 20) or changes
+  another thing (``control``, 12); then the question, as the conversation's next message. Reported: the old value
+  among the memories given, the answer shown (memories or the recent window), among the memories, memories given.
 
 Each scenario runs in a fresh store (the real model, embedded Chroma, a manual clock), with the gate's own route.
 Nothing is chosen on these sets: neither change has a constant.
@@ -28,7 +32,7 @@ Nothing is chosen on these sets: neither change has a constant.
 Usage::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
-        [--sets doc_drift statements memory_corrections] [--out benchmarks/results/new_session]
+        [--sets doc_drift statements memory_corrections in_session_updates] [--out benchmarks/results/new_session]
 """
 
 from __future__ import annotations
@@ -97,6 +101,36 @@ def score_memory_correction(sc: dict[str, Any]) -> dict[str, Any]:
             "first_fact_injected": sc["kind"] == "other" and any(first in m for m in mems)}
 
 
+def ask_in_conversation(sc: dict[str, Any]) -> chatrecall.RetrievalResult:
+    """The scenario's question as the next message of its current conversation, after its earlier sessions."""
+    with tempfile.TemporaryDirectory() as d:
+        clock = ManualClock(1_780_000_000.0)
+        cr = chatrecall.connect(path=d, clock=clock)
+        try:
+            for n, session in enumerate(sc["history"]):
+                for turn in session:
+                    cr.add(turn["content"], user_id="u", session_id=f"before{n}", role=turn["role"])
+                    clock.advance(60)
+                clock.advance(3 * 86400)
+            for turn in sc["current"]:
+                cr.add(turn["content"], user_id="u", session_id="now", role=turn["role"])
+                clock.advance(60)
+            return cr.retrieve(sc["question"], user_id="u", session_id="now")
+        finally:
+            cr.close()
+
+
+def score_in_session(sc: dict[str, Any]) -> dict[str, Any]:
+    res = ask_in_conversation(sc)
+    mems = [i.text for i in res.items if i.source == "memory"]
+    shown = mems + [i.text for i in res.recent]
+    stale = sc.get("stale")
+    return {"id": sc["id"], "kind": sc["kind"], "route": res.route.value, "memories": [m[:60] for m in mems],
+            "stale_injected": stale is not None and any(stale in m for m in mems),
+            "gold_shown": any(sc["gold"] in t for t in shown), "gold_in_memories": any(sc["gold"] in m for m in mems),
+            "memories_given": len(mems)}
+
+
 def score_drift(sc: dict[str, Any]) -> dict[str, Any]:
     res = ask(sc, sc["question"])
     docs = [i.record.session_id for i in res.passages if i.record is not None]
@@ -119,6 +153,8 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
     "statements": ("statements/statements.json", score_statement, ("any_memory", "memories", "gold_injected")),
     "memory_corrections": ("memory_corrections/memory_corrections.json", score_memory_correction,
                            ("gold_first", "gold_injected", "first_fact_injected")),
+    "in_session_updates": ("in_session_updates/in_session_updates.json", score_in_session,
+                           ("stale_injected", "gold_shown", "gold_in_memories", "memories_given")),
 }
 
 
