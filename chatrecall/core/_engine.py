@@ -41,7 +41,7 @@ from ._gate_model import feature_label
 from ._index import PARTS_KEY, UserIndex, encode_parts, overlapping_keys, sentence_parts, tokenize, without_parts
 from ._metrics import Metrics
 from ._protocols import Embedder, EntityExtractor, MemoryStore, TokenCounter, VectorIndexFactory
-from ._ranking import changed_since, rank_memories, topk
+from ._ranking import rank_memories, topk
 from ._snapshot import SnapshotCache
 from ._tokens import as_token_counter, truncate_to_tokens
 from ._types import (
@@ -195,9 +195,6 @@ class _Run:
     inject_recent: bool = True
     #: Record ids the caller's own history shows (``retrieve(exclude_ids=...)``): left out of the memory search.
     shown: frozenset[str] = frozenset()
-    #: Memories left out because a turn of this conversation changed them: the conversation answers, and no weak
-    #: memory is kept in their place (``_best_memory_under_min_score``).
-    changed: bool = False
     #: ``retrieve(as_of=...)``: turns stored and pins made after it are neither searched nor shown (None: all).
     as_of: float | None = None
     entities: list[Entity] = dataclasses.field(default_factory=list)
@@ -1510,7 +1507,6 @@ class ChatRecall(_AsyncMixin):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
             self._settle_corpus_probe(run, gate)
-            self._drop_changed_in_conversation(run)
             if gate.correction:
                 self._drop_ruled_out(run)
                 self._drop_shown_documents(run)
@@ -1561,34 +1557,6 @@ class ChatRecall(_AsyncMixin):
         run.rejected.extend(dataclasses.replace(i, why=why) for i in run.memory_items if i.id not in ids)
         run.notes.append(f"{len(run.memory_items) - len(kept)} memories left out: {why}")
         run.memory_items = kept
-
-    @staticmethod
-    def _drop_changed_in_conversation(run: _Run) -> None:
-        """Leave out the memories a turn of this conversation changed (:func:`_ranking.changed_since`): that turn is in
-        the recent window or the caller's history, which the search never returns, so the old value came back alone
-        under "Relevant memories" (nu50). Only in a chatbot's store (its replies are stored), as the update lift."""
-        st = run.st
-        if st is None or not run.memory_items:
-            return
-        with st.lock:
-            idx = st.index
-            conv = [idx.pos[r.record.id] for r in run.recent if r.record is not None and r.record.id in idx.pos]
-            conv += [idx.pos[i] for i in run.shown if i in idx.pos]
-            found = [idx.pos[i.id] for i in run.memory_items if i.id in idx.pos]
-            if not conv or not found or not idx.has_role(np.asarray(found + conv), "assistant").any():
-                return
-            changed = changed_since(idx, np.asarray(found, dtype=np.int64), np.asarray(sorted(set(conv)), dtype=np.int64),
-                                    frozenset(tokenize(run.query)))
-            if not changed:
-                return
-            by = {p: idx.records[c].text for p, c in changed.items()}
-            gone = {i.id: by[idx.pos[i.id]] for i in run.memory_items if idx.pos.get(i.id) in by}
-        run.rejected.extend(dataclasses.replace(i, why=f"changed in this conversation since: {gone[i.id]!r:.80}")
-                            for i in run.memory_items if i.id in gone)
-        run.memory_items = [i for i in run.memory_items if i.id not in gone]
-        run.changed = True
-        run.notes.append(f"{len(gone)} memor{'y' if len(gone) == 1 else 'ies'} left out: a turn of this conversation "
-                         "changed what they say")
 
     @staticmethod
     def _note_shown(run: _Run) -> None:
@@ -2369,7 +2337,7 @@ class ChatRecall(_AsyncMixin):
         while the work's on.", nu48: its best memory scored 0.087): unless it says it recalls ("I forgot the
         vet's name", a recall, explicit, temporal or continuity signal), nothing under ``min_score`` is kept.
         """
-        if not plan.route.wants_memory or run.changed:
+        if not plan.route.wants_memory:
             return None
         if not asks_or_requests(run.message.lower()) and not any(
                 r.weight > 0 and r.category in _CONTINUING for r in gate.reasons):

@@ -57,28 +57,6 @@ _TIME = re.compile(
 )
 
 
-#: Kinds of value a turn can state, for "a new value of the same kind" (``_ranking.changed_since``): a weekday, a
-#: date or month, a clock time, an amount of money, a quantity with a unit.
-_VALUE_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("weekday", re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\bweekends?\b", re.I)),
-    ("date", re.compile(r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
-                        r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|\b\d{1,2}(?:st|nd|rd|th)\b|"
-                        r"\b\d{1,2}/\d{1,2}\b", re.I)),
-    ("time", re.compile(r"\b\d{1,2}(?::\d\d)?\s*(?:am|pm)\b|\b\d{1,2}:\d\d\b|\bat \d{1,2}\b|\bnoon\b|"
-                        r"\bmidday\b|\bmidnight\b", re.I)),
-    ("money", re.compile(r"[£$€]\s*\d|\b\d+(?:\.\d+)?\s*(?:pounds|dollars|euros|quid|p|pence|k)\b", re.I)),
-    ("quantity", re.compile(r"\b\d+(?:\.\d+)?\s*(?:ml|mg|g|kg|l|litres?|liters?|units?|tablets?|pills?|drops?|"
-                            r"mins?|minutes?|hours?|hrs?|days?|weeks?|months?|years?|km|miles?|cm|mm|m|%|percent|"
-                            r"times?|x)\b", re.I)),
-)
-
-
-def value_kinds(text: str) -> frozenset[str]:
-    """The kinds of value ``text`` states (:data:`_VALUE_KINDS`): {"weekday", "time"} for "I walk Biscuit on Tuesdays
-    and Thursdays at 11."."""
-    return frozenset(kind for kind, rx in _VALUE_KINDS if rx.search(text) is not None)
-
-
 #: An error in a memory's text (``ValueError``, ``Traceback``, ``ECONNREFUSED``, ``exit code 1``, ``HTTP 502``):
 #: such memories answer "what was that error?" better than a turn that only says "the error is gone".
 _ERROR = re.compile(

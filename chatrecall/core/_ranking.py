@@ -18,10 +18,10 @@ import numpy as np
 from . import _tuned
 from ._classifier import STRATEGY_FOR, TimeCue, classify_query, time_cue
 from ._config import RetrievalConfig
-from ._index import UserIndex, _slots, tokenize, value_kinds
+from ._index import UserIndex, _slots, tokenize
 from ._types import Entity, QueryType, Strategy
 
-__all__ = ["COMPONENTS", "DEFAULT_PARAMS", "PRESETS", "RankParams", "Ranking", "changed_since", "rank_memories", "topk",
+__all__ = ["COMPONENTS", "DEFAULT_PARAMS", "PRESETS", "RankParams", "Ranking", "rank_memories", "topk",
            "topk_nonzero"]
 
 COMPONENTS = ("recency", "relevance", "keyword", "entity", "graph")
@@ -189,45 +189,6 @@ def _answered_turn_support(idx: UserIndex, cand: np.ndarray, base: np.ndarray, b
     prev = _slots(cand, idx.previous_positions(cand))
     answers = reply & (prev >= 0) & ~bot[prev.clip(min=0)]
     return np.where(answers, base[prev.clip(min=0)], 0.0).astype(np.float32), answers
-
-
-def changed_since(idx: UserIndex, found: np.ndarray, changes: np.ndarray, query_terms: frozenset[str]) -> dict[int, int]:
-    """Which found memories a later change of the user's changed: found position -> that change's position.
-
-    ``changes`` are turns of the conversation under way that the search never returns (the recent window, the
-    caller's history): "The Hendersons have moved Biscuit to Wednesdays from now on." three turns before "Which day am
-    I walking Biscuit now?" (nu50: only the Tue/Thu memories came back, under "Relevant memories"). "Changed" is
-    stricter than the update lift's "about the same thing" (:func:`_lift_changes`), as a memory changed is left out,
-    not moved: the change states a change, shares a word with the query, is close to the memory (turn cosine at least
-    UPDATE_COS) and states a value of a kind the memory states too (``_index.value_kinds``); or it names what it
-    replaces and the memory names it too and shares a word with the query. The memory is older than the change. Only
-    the user's changes count, not questions.
-    """
-    out: dict[int, int] = {}
-    if found.size == 0 or changes.size == 0:
-        return out
-    ch = changes[idx.changes(changes) & ~idx.asks(changes) & idx.has_role(changes, "user")]
-    if ch.size == 0:
-        return out
-    emb = idx.embeddings[found]
-    ts = idx.timestamps[found]
-    kinds = [value_kinds(idx.records[p].text) for p in found.tolist()]
-    for c in ch.tolist():
-        about = np.zeros(found.size, dtype=bool)
-        new = value_kinds(idx.records[c].text)
-        if new and query_terms & frozenset(tokenize(idx.records[c].text)):
-            # a new value of a kind the memory holds too (a weekday for a weekday, an amount for an amount): not
-            # "Biscuit's vet is Oakfield Vets" after "moved Biscuit to Wednesdays", which is as close to the change
-            same = np.fromiter((bool(new & k) for k in kinds), dtype=bool, count=found.size)
-            about = same & (emb @ idx.embeddings[c] >= _tuned.UPDATE_COS)
-        gone = idx.replaced(c)
-        if gone:
-            on_topic = np.fromiter((bool(query_terms.intersection(tokenize(idx.records[p].text))) for p in found.tolist()),
-                                   dtype=bool, count=found.size)
-            about |= on_topic & idx.naming(found, gone)
-        for j in np.flatnonzero(about & (ts < idx.timestamps[c])).tolist():
-            out.setdefault(int(found[j]), c)
-    return out
 
 
 def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.ndarray, shares: np.ndarray,
