@@ -60,7 +60,6 @@ from .core import (  # noqa: E402
     ChatRecallError,
     ConfigError,
     RetrievalResult,
-    ScoredItem,
     canonical_role,
     check_id,
     keywords_checked,
@@ -162,15 +161,6 @@ class _TokenRequired(RequireAuthMiddleware):
             await send({"type": "http.response.body", "body": body})
 
 
-def _title(item: ScoredItem) -> str | None:
-    """A passage's document title, the label its context line shows (None for a memory, or a document added without
-    one): a client can tell which document it got without parsing ``context`` (nu49)."""
-    if item.source != "corpus" or item.record is None:
-        return None
-    title = item.record.metadata.get("title")
-    return None if title is None else str(title)
-
-
 def _summary(res: RetrievalResult) -> dict[str, Any]:
     return {
         "route": res.route.value,
@@ -179,7 +169,7 @@ def _summary(res: RetrievalResult) -> dict[str, Any]:
         "reasons": [{"category": r.category, "match": r.match, "weight": r.weight} for r in res.gate.reasons],
         "items": [
             {"id": i.id, "text": i.text, "source": i.source, "score": i.score, "components": dict(i.components),
-             "why": i.why, "session_id": i.record.session_id if i.record else None, "title": _title(i),
+             "why": i.why, "session_id": i.record.session_id if i.record else None, "title": i.title,
              "tier": i.tier, "tokens": i.tokens}
             for i in res.items
         ],

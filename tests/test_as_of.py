@@ -86,6 +86,7 @@ def test_as_of_with_many_later_turns_still_fills_every_candidate_list(make_engin
     (True, "as_of must be a finite number"),
     (float("nan"), "as_of must be a finite number"),
     (1e20, "as_of=1e+20 is out of range"),
+    (1_780_000_000_000, "it looks like milliseconds: divide by 1000"),  # stop 45: Date.now() and many APIs
 ])
 def test_a_bad_as_of_names_it(make_engine: Callable[..., ChatRecall], value: Any, needle: str) -> None:
     cr = make_engine()

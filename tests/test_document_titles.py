@@ -8,6 +8,7 @@ injected.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -89,3 +90,20 @@ def test_a_question_naming_the_title_gets_that_document_first(real_engine: ChatR
         res = real_engine.retrieve(question, user_id="u", route=Route.CORPUS)
         first = res.passages[0]
         assert first.record is not None and first.record.session_id == wall, (question, res.explain())
+
+
+def test_a_passage_carries_its_title_and_a_memory_none() -> None:
+    # nu50 (stop 45): the title was only in record.metadata["title"]; items now carry it, as the LangChain summary
+    # and the MCP items do
+    from chatrecall.core import ScoredItem
+    from chatrecall.core._types import Record
+
+    rec = Record(id="c1", text="Sprinklers are forbidden.", user_id="__shared__", session_id="water", role="document",
+                 timestamp=1.0, metadata={"title": "Water use policy"})
+    passage = ScoredItem(id="c1", text=rec.text, source="corpus", score=0.5, components={}, tokens=4, record=rec)
+    assert passage.title == "Water use policy"
+    memory = ScoredItem(id="m1", text="hi", source="memory", score=0.5, components={}, tokens=1,
+                        record=dataclasses.replace(rec, metadata={"title": "not a passage"}))
+    assert memory.title is None
+    untitled = dataclasses.replace(passage, record=dataclasses.replace(rec, metadata={}))
+    assert untitled.title is None

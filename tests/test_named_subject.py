@@ -63,6 +63,7 @@ def test_a_question_naming_the_other_document_gets_it(cr: chatrecall.ChatRecall,
     res = cr.retrieve(question, user_id="p", session_id="s2")
     texts = [i.text for i in res.items if i.source == "corpus"]
     assert texts and texts[0].startswith("Bathroom refit quote"), res.explain()
+    assert res.passages[0].title == "AquaFlow Plumbing - bathroom refit quote"
     assert any("corpus query: the message alone" in n and "bathroom" in n for n in res.notes), res.notes
 
 

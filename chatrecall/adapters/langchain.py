@@ -202,15 +202,6 @@ def _document(item: ScoredItem, *, route: str, reasons: list[str]) -> Document:
     return Document(page_content=item.text, id=item.id, metadata=md)
 
 
-def _title(item: ScoredItem) -> str | None:
-    """A passage's document title, the label the context shows it under (None for a memory, or a passage of a
-    document added without a title)."""
-    if item.source != "corpus" or item.record is None:
-        return None
-    title = item.record.metadata.get("title")
-    return None if title is None else str(title)
-
-
 def result_summary(result: RetrievalResult) -> dict[str, Any]:
     """A JSON-safe summary of a retrieval: what was injected and why.
 
@@ -229,7 +220,7 @@ def result_summary(result: RetrievalResult) -> dict[str, Any]:
         "pins": [{"id": p.id, "text": p.text} for p in result.pins],
         "items": [
             {"id": i.id, "text": i.text, "source": i.source, "score": round(i.score, 4), "tier": i.tier, "why": i.why,
-             "title": _title(i)}
+             "title": i.title}
             for i in result.items
         ],
         "recent": len(result.recent),

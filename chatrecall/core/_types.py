@@ -244,6 +244,15 @@ class ScoredItem:
     why: str = ""
     record: Record | None = None
 
+    @property
+    def title(self) -> str | None:
+        """A passage's document title, the label the context shows it under (None for a memory, a pin, or a document
+        added without one); nu50 found it only in ``record.metadata["title"]``."""
+        if self.source != "corpus" or self.record is None:
+            return None
+        title = self.record.metadata.get("title")
+        return None if title is None else str(title)
+
 
 @dataclass(frozen=True, slots=True)
 class ForgetReport:

@@ -118,9 +118,11 @@ def check_timestamp(value: Any, name: str = "timestamp") -> float | None:
         return value.timestamp()
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         if not _TS_MIN <= value <= _TS_MAX:
+            # JavaScript's Date.now() and many APIs give milliseconds (nu49 tried far-off dates)
+            hint = ("; it looks like milliseconds: divide by 1000" if _TS_MIN <= value / 1000 <= _TS_MAX else "")
             raise InvalidInputError(
                 f"{name}={_short(value)} is out of range: epoch seconds between {_TS_MIN:.0f} (year 1) "
-                f"and {_TS_MAX:.0f} (year 9999)"
+                f"and {_TS_MAX:.0f} (year 9999){hint}"
             )
         return float(value)
     raise InvalidInputError(f"{name} must be a finite number, a datetime or an ISO 8601 string, got {_short(value)}")
