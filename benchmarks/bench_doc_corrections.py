@@ -26,12 +26,11 @@ import argparse
 import json
 import sys
 import tempfile
-from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import chatrecall
-from chatrecall._bench._common import machine_info, md_table
+from chatrecall._bench._common import kind_totals, machine_info, md_table, write_results
 from chatrecall.testing import ManualClock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,20 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"benchmark": "doc_corrections", "files": {}, "machine": machine_info()}
     for path in sorted(DATA.glob("*.json")):
         rows = [run_scenario(sc) for sc in json.loads(path.read_text(encoding="utf-8"))]
-        totals: dict[str, Counter[str]] = defaultdict(Counter)
-        for r in rows:
-            t = totals[r["kind"]]
-            t["n"] += 1
-            for col in ("gold_first", "gold_injected", "wrong_injected"):
-                t[col] += int(r[col])
-        table = [{"kind": k, **totals[k]} for k in KINDS if k in totals]
+        table = kind_totals(rows, ("gold_first", "gold_injected", "wrong_injected"), order=KINDS)
         result["files"][path.name] = {"totals": table, "rows": rows}
         md += [f"## {path.name}", "", md_table(table, ["n", "gold_first", "gold_injected", "wrong_injected"],
                                                  first="kind"), ""]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
-    args.out.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
-    print("\n".join(md))
+    write_results(args.out, result, md)
     return 0
 
 

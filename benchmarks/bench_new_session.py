@@ -38,58 +38,63 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
-from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import chatrecall
-from chatrecall._bench._common import machine_info, md_table
+from chatrecall._bench._common import kind_totals, machine_info, md_table, write_results
 from chatrecall.testing import ManualClock
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data"
 
 
-def ask(sc: dict[str, Any], message: str) -> chatrecall.RetrievalResult:
-    """``message`` in a new session, after the scenario's documents and earlier session, in a fresh store."""
+@contextlib.contextmanager
+def fresh_store() -> Iterator[tuple[chatrecall.ChatRecall, ManualClock]]:
+    """A fresh embedded store with the real model, on a manual clock."""
     with tempfile.TemporaryDirectory() as d:
         clock = ManualClock(1_780_000_000.0)
         cr = chatrecall.connect(path=d, clock=clock)
         try:
-            if sc.get("documents"):
-                cr.add_documents([{"id": x["id"], "title": x["title"], "text": x["text"]} for x in sc["documents"]])
-            for turn in sc["history"]:
-                cr.add(turn["content"], user_id="u", session_id="before", role=turn["role"])
-                clock.advance(60)
-            clock.advance(5 * 86400)
-            return cr.retrieve(message, user_id="u", session_id="now")
+            yield cr, clock
         finally:
             cr.close()
+
+
+def feed(cr: chatrecall.ChatRecall, clock: ManualClock, sessions: list[list[dict[str, str]]], *,
+         days_between: float = 3) -> None:
+    """Store earlier sessions (``before0``, ``before1``...), a minute between turns, days between sessions."""
+    for n, session in enumerate(sessions):
+        for turn in session:
+            cr.add(turn["content"], user_id="u", session_id=f"before{n}", role=turn["role"])
+            clock.advance(60)
+        clock.advance(days_between * 86400)
+
+
+def ask(sc: dict[str, Any], message: str) -> chatrecall.RetrievalResult:
+    """``message`` in a new session, after the scenario's documents and earlier session, in a fresh store."""
+    with fresh_store() as (cr, clock):
+        if sc.get("documents"):
+            cr.add_documents([{"id": x["id"], "title": x["title"], "text": x["text"]} for x in sc["documents"]])
+        feed(cr, clock, [sc["history"]], days_between=5)
+        return cr.retrieve(message, user_id="u", session_id="now")
 
 
 def ask_after_correction(sc: dict[str, Any]) -> chatrecall.RetrievalResult:
     """The scenario's question in a new session, its reply stored, then its correction (or follow-up)."""
-    with tempfile.TemporaryDirectory() as d:
-        clock = ManualClock(1_780_000_000.0)
-        cr = chatrecall.connect(path=d, clock=clock)
-        try:
-            for n, session in enumerate(sc["history"]):
-                for turn in session:
-                    cr.add(turn["content"], user_id="u", session_id=f"before{n}", role=turn["role"])
-                    clock.advance(60)
-                clock.advance(3 * 86400)
-            cr.retrieve(sc["question"], user_id="u", session_id="now")
-            cr.add(sc["question"], user_id="u", session_id="now")
-            clock.advance(30)
-            cr.add(sc["assistant_reply"], user_id="u", session_id="now", role="assistant")
-            clock.advance(60)
-            return cr.retrieve(sc["correction"], user_id="u", session_id="now")
-        finally:
-            cr.close()
+    with fresh_store() as (cr, clock):
+        feed(cr, clock, sc["history"])
+        cr.retrieve(sc["question"], user_id="u", session_id="now")
+        cr.add(sc["question"], user_id="u", session_id="now")
+        clock.advance(30)
+        cr.add(sc["assistant_reply"], user_id="u", session_id="now", role="assistant")
+        clock.advance(60)
+        return cr.retrieve(sc["correction"], user_id="u", session_id="now")
 
 
 def score_memory_correction(sc: dict[str, Any]) -> dict[str, Any]:
@@ -103,21 +108,12 @@ def score_memory_correction(sc: dict[str, Any]) -> dict[str, Any]:
 
 def ask_in_conversation(sc: dict[str, Any]) -> chatrecall.RetrievalResult:
     """The scenario's question as the next message of its current conversation, after its earlier sessions."""
-    with tempfile.TemporaryDirectory() as d:
-        clock = ManualClock(1_780_000_000.0)
-        cr = chatrecall.connect(path=d, clock=clock)
-        try:
-            for n, session in enumerate(sc["history"]):
-                for turn in session:
-                    cr.add(turn["content"], user_id="u", session_id=f"before{n}", role=turn["role"])
-                    clock.advance(60)
-                clock.advance(3 * 86400)
-            for turn in sc["current"]:
-                cr.add(turn["content"], user_id="u", session_id="now", role=turn["role"])
-                clock.advance(60)
-            return cr.retrieve(sc["question"], user_id="u", session_id="now")
-        finally:
-            cr.close()
+    with fresh_store() as (cr, clock):
+        feed(cr, clock, sc["history"])
+        for turn in sc["current"]:
+            cr.add(turn["content"], user_id="u", session_id="now", role=turn["role"])
+            clock.advance(60)
+        return cr.retrieve(sc["question"], user_id="u", session_id="now")
 
 
 def score_in_session(sc: dict[str, Any]) -> dict[str, Any]:
@@ -168,19 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.sets:
         rel, scorer, cols = SETS[name]
         rows = [scorer(sc) for sc in json.loads((DATA / rel).read_text(encoding="utf-8"))]
-        totals: dict[str, Counter[str]] = defaultdict(Counter)
-        for r in rows:
-            t = totals[r["kind"]]
-            t["n"] += 1
-            for col in cols:
-                t[col] += int(r[col])
-        table = [{"kind": k, **v} for k, v in totals.items()]
+        table = kind_totals(rows, cols)
         result["sets"][name] = {"totals": table, "rows": rows}
         md += [f"## {rel}", "", md_table(table, ["n", *cols], first="kind"), ""]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
-    args.out.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
-    print("\n".join(md))
+    write_results(args.out, result, md)
     return 0
 
 

@@ -83,6 +83,28 @@ BENCH_MODULES = {
 _SYSTEM_MODULES = {"bm25_only": ("bm25s",), "langchain_chroma": ("langchain_chroma", "chromadb")}
 
 
+def write_results(out: Path, result: Mapping[str, Any], md: Sequence[str]) -> None:
+    """A benchmark's results as ``out``.json and ``out``.md (parents made), the markdown also printed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    print("\n".join(md))
+
+
+def kind_totals(rows: Sequence[Mapping[str, Any]], cols: Sequence[str], *,
+                order: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Per ``kind`` of the rows: how many, and each column summed (booleans count as 1), in ``order`` or as first
+    seen."""
+    totals: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        t = totals.setdefault(r["kind"], {"kind": r["kind"], "n": 0, **dict.fromkeys(cols, 0)})
+        t["n"] += 1
+        for col in cols:
+            t[col] += int(r[col])
+    kinds = [k for k in order if k in totals] if order is not None else list(totals)
+    return [totals[k] for k in kinds]
+
+
 def require_systems(names: Iterable[str]) -> None:
     """Fail before any work when a module the systems ``names`` need is not installed.
 
