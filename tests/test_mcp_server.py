@@ -214,9 +214,14 @@ def test_http_tokens_keep_users_apart(token_server: str) -> None:
             await _conversation(alice)
             await _call(alice, "remember", text="The billing service runs on Postgres 16.", session_id="s1")
             await _call(alice, "pin", text="Alice pins: use metric units.")
+            # a document alice adds is hers alone (add_document stores it private to the caller)
+            await _call(alice, "add_document", title="Alice's runbook", doc_id="runbook",
+                        text="Billing failover: promote the Postgres 16 replica in eu-west, then rotate the DSN.")
         async with _http(token_server, "bob-token-0123456789ab") as bob:
             res = await _call(bob, "recall", message=QUESTION)
             assert res["items"] == [] and "Postgres" not in res["context"] and "metric" not in res["context"]
+            res = await _call(bob, "recall", message="How do I do the billing failover? Promote the Postgres replica?")
+            assert not any("failover" in i["text"] for i in res["items"]) and "runbook" not in res["context"], res
             assert (await _call(bob, "list_pins"))["pins"] == []
             bad = await bob.call_tool("forget", {})
             assert bad.is_error and "nothing stored for user 'bob'" in bad.content[0].text  # type: ignore[union-attr]
