@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""One message in a new session after an earlier one: what reaches the context? (stop 45: Q1, S1, D3, U1)
+"""One message in a new session after an earlier one: what reaches the context? (stop 45: Q1, S1, D3, U1, ST2)
 
-Four held-out sets, each written by a helper who saw no code, before the change it judges was run on it:
+Five held-out sets, each written by a helper who saw no code, before the change it judges was run on it:
 
 * ``benchmarks/data/doc_drift/doc_drift.json`` (Q1, 36 scenarios): 2-4 look-alike titled documents (two leases, two
   course syllabuses, two policies...), an earlier session about one of them (A), and a question in a new session.
@@ -25,6 +25,10 @@ Four held-out sets, each written by a helper who saw no code, before the change 
   the developer): earlier sessions state a fact; the current conversation changes it (``update``, 20) or changes
   another thing (``control``, 12); then the question, as the conversation's next message. Reported: the old value
   among the memories given, the answer shown (memories or the recent window), among the memories, memories given.
+* ``benchmarks/data/statements_docs/statements_docs.json`` (ST2, 36, blind): 3-5 documents of the user's world, an
+  earlier session (none in a few), then a ``plain`` statement (16: news that needs no document), an ``implied`` one
+  (10: "My flight got cancelled this morning.", a document answers the need) or a ``question`` (10). Reported:
+  messages given any passage, passages given, the gold document given.
 
 Each scenario runs in a fresh store (the real model, embedded Chroma, a manual clock), with the gate's own route.
 Nothing is chosen on these sets: neither change has a constant.
@@ -32,7 +36,7 @@ Nothing is chosen on these sets: neither change has a constant.
 Usage::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
-        [--sets doc_drift statements memory_corrections in_session_updates] [--out benchmarks/results/new_session]
+        [--sets doc_drift statements memory_corrections in_session_updates statements_docs] [--out benchmarks/results/new_session]
 """
 
 from __future__ import annotations
@@ -127,6 +131,14 @@ def score_in_session(sc: dict[str, Any]) -> dict[str, Any]:
             "memories_given": len(mems)}
 
 
+def score_statement_docs(sc: dict[str, Any]) -> dict[str, Any]:
+    res = ask(sc, sc["message"])
+    docs = [i.record.session_id for i in res.passages if i.record is not None]
+    gold = sc.get("gold_doc")
+    return {"id": sc["id"], "kind": sc["kind"], "route": res.route.value, "docs": docs,
+            "any_passage": bool(docs), "passages": len(docs), "gold_injected": gold is not None and gold in docs}
+
+
 def score_drift(sc: dict[str, Any]) -> dict[str, Any]:
     res = ask(sc, sc["question"])
     docs = [i.record.session_id for i in res.passages if i.record is not None]
@@ -151,6 +163,8 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
                            ("gold_first", "gold_injected", "first_fact_injected")),
     "in_session_updates": ("in_session_updates/in_session_updates.json", score_in_session,
                            ("stale_injected", "gold_shown", "gold_in_memories", "memories_given")),
+    "statements_docs": ("statements_docs/statements_docs.json", score_statement_docs,
+                        ("any_passage", "passages", "gold_injected")),
 }
 
 
