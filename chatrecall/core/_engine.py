@@ -83,9 +83,6 @@ _ANCHOR_KINDS = frozenset({"identifier", "path", "error", "quoted", "name"})
 _FORM_TERMS = frozenset(t for w in _FORM_QUESTION_WORDS for t in tokenize(w))
 #: Gate categories whose signal means a turn continues the previous one (a pending correction applies).
 _CONTINUING = frozenset({"continuity", "explicit", "recall", "temporal", "correction"})
-#: Gate categories that ask for something without a question ("I forgot the vet's number", "no, I meant the other
-#: one"): such a statement keeps its weak passages (``ChatRecall._settle_statement_passages``).
-_ASKS_WITHOUT_ASKING = frozenset({"explicit", "recall", "correction"})
 _MEMORY_SIGNS = _CONTINUING | {"personal"}  # categories whose patterns speak of the user (named in notes)
 #: Store queries slower than this (ms, moving average over at least _FRESH_MIN_PROBES
 #: searches) stop being asked on every search.
@@ -1510,7 +1507,6 @@ class ChatRecall(_AsyncMixin):
                 self._fallback_phase(run, gate)
             self._settle_phase1(run, plan)
             self._settle_corpus_probe(run, gate)
-            self._settle_statement_passages(run, gate)
             if gate.correction:
                 self._drop_ruled_out(run)
                 self._drop_shown_documents(run)
@@ -2139,25 +2135,6 @@ class ChatRecall(_AsyncMixin):
         else:
             run.rejected.extend(dataclasses.replace(i, why=why) for i in items)
         return useful
-
-    def _settle_statement_passages(self, run: _Run, gate: GateDecision) -> None:
-        """A statement keeps only its strong passages (``strong_corpus_score``): it asks nothing, and the weak ones are
-        the corpus's nearest neighbours of news ("Their key safe code is 4417 and it's on the left of the garage."
-        got all four of a dog walker's documents, nu50). A message that asks or requests something, or signals
-        recall, an explicit reference or a correction ("I forgot the vet's number", ``_ASKS_WITHOUT_ASKING``), keeps
-        them all; a continuity word ("Their key safe code is ...") does not ask."""
-        if not run.corpus_items or asks_or_requests(run.message.lower()) or any(
-                r.weight > 0 and r.category in _ASKS_WITHOUT_ASKING for r in gate.reasons):
-            return
-        strong = self.retrieval_config.strong_corpus_score
-        weak = [i for i in run.corpus_items if i.score < strong]
-        if not weak:
-            return
-        run.rejected.extend(dataclasses.replace(i, why=f"the message asks nothing: passage not strong ({i.score:.2f} < "
-                                                f"strong_corpus_score {strong})") for i in weak)
-        run.corpus_items = [i for i in run.corpus_items if i.score >= strong]
-        run.notes.append(f"the message states, it asks nothing: {len(weak)} passage(s) under strong_corpus_score left "
-                         "out")
 
     def _settle_corpus_probe(self, run: _Run, gate: GateDecision) -> None:
         """A memory turn that searched the documents although its memories were useful keeps the passages that
