@@ -686,8 +686,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     else:
         others = sorted(p.name.removesuffix("-metrics.json") for p in _metrics_dir(args).glob("*-metrics.json"))
         also = f" (saved for: {', '.join(others)})" if others else ""
-        console.print(f"no metrics saved for namespace {args.namespace!r} yet; demo, ask and a running mcp server save them{also}",
-                      highlight=False)
+        console.print(f"no metrics saved for namespace {args.namespace!r} yet; demo, ask and a running mcp server "
+                      f"save them{also}", highlight=False)
     return 0
 
 

@@ -2051,8 +2051,8 @@ class ChatRecall(_AsyncMixin):
     @staticmethod
     def _title_terms(item: ScoredItem) -> set[str]:
         """The index terms of a passage's document title (none without one)."""
-        title = item.record.metadata.get("title") if item.record is not None else None
-        return set(tokenize(title)) if isinstance(title, str) else set()
+        title = item.title
+        return set(tokenize(title)) if title else set()
 
     def _corpus_query(self, run: _Run, turns: Sequence[str], memories: Sequence[str]) -> tuple[np.ndarray, str]:
         """The corpus query vector of a turn that searches both, or continues the conversation ("and where is
