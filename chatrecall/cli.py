@@ -11,7 +11,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -291,14 +291,16 @@ def _metrics_path(args: argparse.Namespace, namespace: str | None = None) -> Pat
     return _metrics_dir(args) / f"{namespace or args.namespace}-metrics.json"
 
 
-def _save_metrics(args: argparse.Namespace, cr: ChatRecall, *, user: str) -> None:
-    """Save the run's metrics beside the embedded store, one file per namespace (the last run's), with the command
-    and the user it ran for: ``stats`` says whose run they are."""
+def _save_metrics(args: argparse.Namespace, cr: ChatRecall, *, user: str,
+                  stats: Mapping[str, Any] | None = None) -> None:
+    """Save the run's metrics (``stats``: a snapshot already taken, else ``cr.stats()``) beside the embedded store, one
+    file per namespace (the last run's), with the command and the user it ran for: ``stats`` says whose run they
+    are."""
     if args.url:
         return
     path = _metrics_path(args)
     path.parent.mkdir(parents=True, exist_ok=True)
-    snap = dict(cr.stats())
+    snap = dict(cr.stats() if stats is None else stats)
     snap["run"] = {"command": args.command, "user": user, "at": time.time()}
     path.write_text(json.dumps(snap, indent=1), encoding="utf-8")
 
@@ -756,11 +758,12 @@ class _MetricsSaver:
             self.save()
 
     def save(self) -> None:
-        counters = self._cr.stats().get("counters")
+        stats = self._cr.stats()
+        counters = stats.get("counters")
         if counters == self._last:
             return
         with contextlib.suppress(OSError):  # a read-only directory must not stop the server
-            _save_metrics(self._args, self._cr, user=self._user)
+            _save_metrics(self._args, self._cr, user=self._user, stats=stats)
             self._last = counters
 
     def stop(self) -> None:
