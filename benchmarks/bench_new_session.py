@@ -36,7 +36,7 @@ Nothing is chosen on these sets: neither change has a constant.
 Usage::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
-        [--sets doc_drift statements memory_corrections in_session_updates statements_docs] [--out benchmarks/results/new_session]
+        [--sets doc_drift statements memory_corrections in_session_updates in_session_updates2 statements_docs] [--out benchmarks/results/new_session]
 """
 
 from __future__ import annotations
@@ -125,8 +125,12 @@ def score_in_session(sc: dict[str, Any]) -> dict[str, Any]:
     mems = [i.text for i in res.items if i.source == "memory"]
     shown = mems + [i.text for i in res.recent]
     stale = sc.get("stale")
+    at_stale = next((n for n, m in enumerate(mems) if stale is not None and stale in m), None)
+    at_gold = next((n for n, m in enumerate(mems) if sc["gold"] in m), None)
     return {"id": sc["id"], "kind": sc["kind"], "route": res.route.value, "memories": [m[:60] for m in mems],
-            "stale_injected": stale is not None and any(stale in m for m in mems),
+            "stale_injected": at_stale is not None,
+            "stale_unchallenged": at_stale is not None and (at_gold is None or at_gold > at_stale),
+            "gold_first": at_gold == 0,
             "gold_shown": any(sc["gold"] in t for t in shown), "gold_in_memories": any(sc["gold"] in m for m in mems),
             "memories_given": len(mems)}
 
@@ -162,7 +166,11 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
     "memory_corrections": ("memory_corrections/memory_corrections.json", score_memory_correction,
                            ("gold_first", "gold_injected", "first_fact_injected")),
     "in_session_updates": ("in_session_updates/in_session_updates.json", score_in_session,
-                           ("stale_injected", "gold_shown", "gold_in_memories", "memories_given")),
+                           ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
+                            "memories_given")),
+    "in_session_updates2": ("in_session_updates/in_session_updates2.json", score_in_session,
+                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
+                             "memories_given")),
     "statements_docs": ("statements_docs/statements_docs.json", score_statement_docs,
                         ("any_passage", "passages", "gold_injected")),
 }

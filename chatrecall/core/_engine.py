@@ -1169,12 +1169,14 @@ class ChatRecall(_AsyncMixin):
             idx = st.index
             allowed = idx.session_positions(session_id) if session_id is not None and len(idx) else None
             ex = np.asarray(sorted(idx.pos[i] for i in exclude if i in idx.pos), dtype=np.int64)
+            seen = ex  # what the caller shows: a change among it may go with the result (rank_memories)
             echo = idx.repeating(pins) if pins and len(idx) else ex[:0]
             echo = echo[~np.isin(echo, ex)]
             if echo.size:
                 ex = np.union1d(ex, echo)
             r = rank_memories(idx, query, qvec, entities, strategy=strategy, k=k, now=now,
-                              config=self.retrieval_config, allowed=allowed, exclude=ex, weights=weights, until=as_of)
+                              config=self.retrieval_config, allowed=allowed, exclude=ex, weights=weights, until=as_of,
+                              seen=seen)
             items: list[ScoredItem] = []
             rejected: list[ScoredItem] = []
             has_cue = bool(r.time_cue)
@@ -1192,6 +1194,8 @@ class ChatRecall(_AsyncMixin):
                             else f"; answers the question before it (+{support[rank]:.2f})")
                 if lifted[rank]:  # also in the score and no component (C66)
                     why += "; states a change: ranked above the earlier turn about it"
+                    if rec.id in exclude:
+                        why += " (said in this conversation: also in the recent window)"
                 elif outranked[rank]:  # the change above may show the same score, rounded (nu47, nu48)
                     why += "; a later change to it is ranked above"
                 if has_cue:

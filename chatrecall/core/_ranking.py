@@ -243,6 +243,65 @@ def _lift_changes(idx: UserIndex, cand: np.ndarray, final: np.ndarray, bot: np.n
     return out, lifted, outranked & ~lifted
 
 
+def _told_changes(idx: UserIndex, seen: np.ndarray | None, later: np.ndarray,
+                  allowed: np.ndarray | None) -> np.ndarray:
+    """The positions among ``seen`` (what the caller already shows: the recent window) where the user states a
+    change and asks nothing ("The Hendersons have moved Biscuit to Wednesdays from now on."), stored up to
+    ``until`` (not in ``later``) and in ``allowed`` when given."""
+    if seen is None or seen.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    p = np.asarray(seen, dtype=np.int64)
+    if later.size:
+        p = p[~np.isin(p, later)]
+    if allowed is not None:
+        p = p[np.isin(p, allowed)]
+    return p[idx.changes(p) & ~idx.asks(p) & ~idx.has_role(p, "assistant")]
+
+
+def _seen_changes_above(idx: UserIndex, told: np.ndarray, told_shares: np.ndarray, cand: np.ndarray,
+                        final: np.ndarray, bot: np.ndarray, shares: np.ndarray, outranked: np.ndarray,
+                        window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which changes the caller already shows (``told``: the recent window's, :func:`_told_changes`) go with the
+    result, just above the earlier ranked turn they change (nu50: "Which day am I walking Biscuit now?" three turns
+    after "The Hendersons have moved Biscuit to Wednesdays from now on." got only the Tuesday memories; stop 45's
+    U1b, which dropped such memories instead, lost the memories stating two facts).
+
+    "Changes" is :func:`_lift_changes`' rule, over the first ``window`` candidates: the change shares a word with
+    the query and is close to the turn (turn cosine at least UPDATE_COS), or names what it replaces and the turn
+    names it and shares a word with the query. Nothing is dropped: the old turn stays, ranked below.
+
+    Returns:
+        The slots into ``told`` that go with the result, their scores (just above the best turn each changes),
+        and ``outranked`` with those turns marked.
+    """
+    top = topk(final, window)
+    top = top[final[top] > 0]
+    keep: list[int] = []
+    scores: list[float] = []
+    if top.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), outranked
+    pos = cand[top]
+    emb = idx.embeddings[pos]
+    ts = idx.timestamps[pos]
+    on_topic = shares[top]
+    out = outranked
+    for j, p in enumerate(told.tolist()):
+        about = np.zeros(top.size, dtype=bool)
+        if told_shares[j]:
+            about = emb @ idx.embeddings[p] >= _tuned.UPDATE_COS
+        gone = idx.replaced(p)
+        if gone:
+            about |= on_topic & idx.naming(pos, gone)
+        about &= ts < idx.timestamps[p]
+        if about.any():
+            keep.append(j)
+            scores.append(float(final[top][about].max()) + 1e-4)
+            if out is outranked:
+                out = outranked.copy()
+            out[top[about]] = True
+    return np.asarray(keep, dtype=np.int64), np.asarray(scores, dtype=final.dtype), out
+
+
 def _error_keyword(keyword: np.ndarray, shows_error: np.ndarray) -> np.ndarray:
     """For "what was that error?": a turn that shows an error (``ERR_CONN_RESET``, a traceback) matches the
     word "error" as fully as a turn that only says it ("the error is gone"), which BM25 alone cannot see."""
@@ -264,6 +323,7 @@ def rank_memories(
     weights: Mapping[str, float] | None = None,
     params: RankParams = DEFAULT_PARAMS,
     until: float | None = None,
+    seen: np.ndarray | None = None,
 ) -> Ranking:
     """Rank one user's memories for ``query`` (call under the user's lock).
 
@@ -291,6 +351,9 @@ def rank_memories(
         params: Fusion knobs.
         until: Epoch seconds: turns stored after it are never candidates, nor fill a candidate list (the dense,
             entity, newest and period lists are taken among the turns up to it), or None.
+        seen: Positions the caller already shows with the result (the recent window, ``exclude_ids``; a subset
+            of ``exclude``), or None. Never candidates; a user's change among them is returned just above the
+            earlier ranked turn it changes (:func:`_seen_changes_above`), in a chatbot's store only.
     """
     qtype = classify_query(query, entities)
     strat, w = _weights(strategy, qtype, config, weights, params)
@@ -318,6 +381,7 @@ def rank_memories(
             allowed = early if allowed is None else allowed[np.isin(allowed, early)]
             if allowed.size == 0:
                 return empty
+    told = _told_changes(idx, seen, later, allowed)
 
     parts: list[np.ndarray] = []
     dense_rank: dict[int, int] = {}
@@ -334,6 +398,7 @@ def rank_memories(
     scale = 1.0
     if w["keyword"] > 0 or strat is Strategy.HYBRID:
         keyword = idx.bm25(query)
+        told_kw = keyword[told]  # a copy (fancy indexing)
         if ex.size:
             keyword[ex] = 0.0  # excluded turns (the recent window) must not set the scale
         kmax = float(keyword.max())
@@ -344,6 +409,8 @@ def rank_memories(
             # the top by raw score: the same turns as by the scaled score, without two passes over every memory
             # (where the cap at 1.0 ties several, the order among them is still the raw score's)
             parts.append(topk_nonzero(keyword, C))
+        if told.size:  # not candidates, but scaled as they are, should they be returned
+            keyword[told] = told_kw
     keys = [e.key for e in entities]
     entity, related = idx.entity_scores(keys)
     if later.size:
@@ -376,35 +443,44 @@ def rank_memories(
         return dataclasses.replace(empty, related=related)
 
     cos = np.clip(idx.dense(qvec, cand), 0.0, 1.0)
-    relevance = cos
+    span = None
     if params.normalise_relevance and cos.size:
         # Scale-free relevance: the dense cut-off maps to 0, the best keeps its cosine (absolute
         # confidence stays on the usual scale for the thresholds downstream).
         hi = float(cos.max())
         lo = min(dense_cut, hi)
         if hi - lo > 1e-6:
-            relevance = (np.clip((cos - lo) / (hi - lo), 0.0, 1.0) * hi).astype(np.float32)
-    if has_cue:
-        tfit = np.zeros(cand.size, dtype=np.float32)
-        if cue.window is not None:
-            ts = idx.timestamps[cand]
-            tfit = ((ts >= cue.window[0]) & (ts < cue.window[1])).astype(np.float32)
-        if cue.asks_when:
-            tfit = np.maximum(tfit, idx.has_time[cand].astype(np.float32))
-        if cue.asks_error:
-            tfit = np.maximum(tfit, idx.has_error[cand].astype(np.float32))
-        time_comp = tfit
-    else:
-        time_comp = idx.recency(now, config.half_life_s, cand)
-    kw_cand = (np.zeros(cand.size, dtype=np.float32) if keyword is None
-               else np.minimum(keyword[cand] / np.float32(scale), np.float32(1.0)))
-    comp = {
-        "recency": time_comp,
-        "relevance": relevance,
-        "keyword": _error_keyword(kw_cand, idx.has_error[cand]) if cue.asks_error else kw_cand,
-        "entity": entity[cand],
-        "graph": np.zeros(cand.size, dtype=np.float32),
-    }
+            span = (lo, hi)
+
+    def components(pos: np.ndarray, cosines: np.ndarray) -> dict[str, np.ndarray]:
+        """The base components of the turns at ``pos`` (and a graph component of 0)."""
+        relevance = cosines
+        if span is not None:
+            lo, hi = span
+            relevance = (np.clip((cosines - lo) / (hi - lo), 0.0, 1.0) * hi).astype(np.float32)
+        if has_cue:
+            tfit = np.zeros(pos.size, dtype=np.float32)
+            if cue.window is not None:
+                ts = idx.timestamps[pos]
+                tfit = ((ts >= cue.window[0]) & (ts < cue.window[1])).astype(np.float32)
+            if cue.asks_when:
+                tfit = np.maximum(tfit, idx.has_time[pos].astype(np.float32))
+            if cue.asks_error:
+                tfit = np.maximum(tfit, idx.has_error[pos].astype(np.float32))
+            time_comp = tfit
+        else:
+            time_comp = idx.recency(now, config.half_life_s, pos)
+        kw = (np.zeros(pos.size, dtype=np.float32) if keyword is None
+              else np.minimum(keyword[pos] / np.float32(scale), np.float32(1.0)))
+        return {
+            "recency": time_comp,
+            "relevance": relevance,
+            "keyword": _error_keyword(kw, idx.has_error[pos]) if cue.asks_error else kw,
+            "entity": entity[pos],
+            "graph": np.zeros(pos.size, dtype=np.float32),
+        }
+
+    comp = components(cand, cos)
     base = sum(w[c] * comp[c] for c in BASE)
     assert isinstance(base, np.ndarray)
     own = base
@@ -499,6 +575,21 @@ def rank_memories(
         # a change moves when it restates the query's subject (shares a word with it: stop 40's C56c) or names what
         # it replaces in a turn that does
         final, lifted, outranked = _lift_changes(idx, cand, final, bot, comp["keyword"] > 0, k + 5)
+        if told.size:
+            tcomp = components(told, np.clip(idx.dense(qvec, told), 0.0, 1.0))
+            slot, above, outranked = _seen_changes_above(idx, told, tcomp["keyword"] > 0, cand, final, bot,
+                                                         comp["keyword"] > 0, outranked, k + 5)
+            if slot.size:  # returned with the candidates: a change is a user's turn, lifted, no support or hop
+                n_add = slot.size
+                cand = np.concatenate([cand, told[slot]])
+                final = np.concatenate([final, above])
+                comp = {c: np.concatenate([comp[c], tcomp[c][slot]]) for c in COMPONENTS}
+                hops = np.concatenate([hops, np.zeros(n_add, dtype=hops.dtype)])
+                support = np.concatenate([support, np.zeros(n_add, dtype=support.dtype)])
+                since = np.concatenate([since, np.zeros(n_add, dtype=bool)])
+                lifted = np.concatenate([lifted, np.ones(n_add, dtype=bool)])
+                outranked = np.concatenate([outranked, np.zeros(n_add, dtype=bool)])
+                mute = np.concatenate([mute, np.zeros(n_add, dtype=bool)])
     order = topk(final, k + 5)
     if mute.any():  # also on the recency strategy, which keeps scores of 0
         order = order[~mute[order]]
