@@ -25,6 +25,11 @@ Five held-out sets, each written by a helper who saw no code, before the change 
   the developer): earlier sessions state a fact; the current conversation changes it (``update``, 20) or changes
   another thing (``control``, 12); then the question, as the conversation's next message. Reported: the old value
   among the memories given, the answer shown (memories or the recent window), among the memories, memories given.
+  Stop 46 added "stale unchallenged" (the old value given with no answer above it) and "gold first".
+* ``in_session_updates2.json`` .. ``in_session_updates5.json`` (U2, U2b, U2c, U2d; 36 / 36 / 36 / 40 scenarios, each
+  written blind by a helper before the change it judged: helper-153 .. helper-156): the same format; sets 4 and 5 have
+  changes without a change word (set 4) and neighbours' changes that share the question's words (set 5's 16
+  controls).
 * ``benchmarks/data/statements_docs/statements_docs.json`` (ST2, 36, blind): 3-5 documents of the user's world, an
   earlier session (none in a few), then a ``plain`` statement (16: news that needs no document), an ``implied`` one
   (10: "My flight got cancelled this morning.", a document answers the need) or a ``question`` (10). Reported:
@@ -36,7 +41,8 @@ Nothing is chosen on these sets: neither change has a constant.
 Usage::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
-        [--sets doc_drift statements memory_corrections in_session_updates in_session_updates2 statements_docs] [--out benchmarks/results/new_session]
+        [--sets doc_drift statements memory_corrections in_session_updates in_session_updates2 in_session_updates3
+        in_session_updates4 in_session_updates5 statements_docs] [--out benchmarks/results/new_session]
 """
 
 from __future__ import annotations
@@ -169,6 +175,15 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
                             "memories_given")),
     "in_session_updates2": ("in_session_updates/in_session_updates2.json", score_in_session,
+                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
+                             "memories_given")),
+    "in_session_updates3": ("in_session_updates/in_session_updates3.json", score_in_session,
+                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
+                             "memories_given")),
+    "in_session_updates4": ("in_session_updates/in_session_updates4.json", score_in_session,
+                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
+                             "memories_given")),
+    "in_session_updates5": ("in_session_updates/in_session_updates5.json", score_in_session,
                             ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
                              "memories_given")),
     "statements_docs": ("statements_docs/statements_docs.json", score_statement_docs,

@@ -287,18 +287,22 @@ def _seen_changes_above(idx: UserIndex, told: np.ndarray, told_shares: np.ndarra
     out = outranked
     for j, p in enumerate(told.tolist()):
         about = np.zeros(top.size, dtype=bool)
+        cos = emb @ idx.embeddings[p]
         if told_shares[j]:
-            about = emb @ idx.embeddings[p] >= _tuned.UPDATE_COS
+            about = cos >= _tuned.UPDATE_COS
         gone = idx.replaced(p)
         if gone:
             about |= on_topic & idx.naming(pos, gone)
         about &= ts < idx.timestamps[p]
         if about.any():
+            # above the turn it is closest to: the loose cosine rule also holds for a neighbour's fact ("the window
+            # cleaner moved our slot" is about "Marta, the cleaner, comes every other Wednesday" too)
+            near = int(np.flatnonzero(about)[np.argmax(cos[about])])
             keep.append(j)
-            scores.append(float(final[top][about].max()) + 1e-4)
+            scores.append(float(final[top[near]]) + 1e-4)
             if out is outranked:
                 out = outranked.copy()
-            out[top[about]] = True
+            out[top[near]] = True
     return np.asarray(keep, dtype=np.int64), np.asarray(scores, dtype=final.dtype), out
 
 
