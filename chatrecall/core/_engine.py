@@ -1195,7 +1195,7 @@ class ChatRecall(_AsyncMixin):
                 if lifted[rank]:  # also in the score and no component (C66)
                     why += "; states a change: ranked above the earlier turn about it"
                     if rec.id in exclude:
-                        why += " (said in this conversation: also in the recent window)"
+                        why += " (said in this conversation: the recent window or the history the caller shows)"
                 elif outranked[rank]:  # the change above may show the same score, rounded (nu47, nu48)
                     why += "; a later change to it is ranked above"
                 if has_cue:
