@@ -23,7 +23,17 @@ from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of, trim_overlaps
-from ._classifier import asked_for, asks_advice, asks_other, drop_negated, names_own, other_than, ruled_out
+from ._classifier import (
+    asked_for,
+    asks_advice,
+    asks_other,
+    drop_negated,
+    names_in,
+    names_own,
+    other_than,
+    refers_back,
+    ruled_out,
+)
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -1599,10 +1609,9 @@ class ChatRecall(_AsyncMixin):
             st.corpus_docs.pop(sid, None)
 
     # ---------------------------------------------------------------- retrieve steps
-    @staticmethod
-    def _search_text(run: _Run, gate: GateDecision) -> str:
+    def _search_text(self, run: _Run, gate: GateDecision) -> str:
         """What the searches look for: a correction's message without what it rules out, after the question it
-        corrects.
+        corrects; a follow-up that points back, after the question it follows (:meth:`_follow_up_text`).
 
         "no, I meant the other hive" names the new referent; the question before it ("what colour is the queen
         marked?") names what is asked. The session's last user turn before the correction (in the recent window)
@@ -1611,13 +1620,12 @@ class ChatRecall(_AsyncMixin):
         searched alone, as it is with no earlier user turn (C30, stop 35).
         """
         if not gate.correction:
-            return run.message
+            return self._follow_up_text(run, gate)
         run.ruled, run.kept = ruled_out(run.message)
         query = drop_negated(run.message)
         if query != run.message:
             run.notes.append(f"correction: searching for {query!r} (what it rules out is left out)")
-        before = next((i.record.text for i in reversed(run.recent)
-                       if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
+        before = self._turn_before(run)
         if before is None:
             return query
         if not asks_or_requests(before.lower()):
@@ -1632,6 +1640,43 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"correction: asks for another than {', '.join(sorted(others))}, which the "
                              "search leaves out")
         return f"{before} {query}"
+
+    @staticmethod
+    def _turn_before(run: _Run) -> str | None:
+        """The session's last user turn before the message (in the recent window), or None."""
+        return next((i.record.text for i in reversed(run.recent)
+                     if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
+
+    def _follow_up_text(self, run: _Run, gate: GateDecision) -> str:
+        """A follow-up that points back ("and what's the venue for that one?" right after "when is the Okafor
+        wedding?") is searched with the names of the question it follows ("Okafor"): alone, it matched another
+        client's venue (nu51). The whole question brought its own answer first instead (stop 46's F1).
+
+        That is: a continuity pattern fired, the message points back (:func:`refers_back`: "that one", "it",
+        "they", "there"), names nothing memory knows ("and what's the Patels' venue?" names its own subject), and
+        the session's last user turn before it asked or requested something and names something
+        (:func:`names_in`). Else the message alone.
+        """
+        if not any(r.category == "continuity" and r.weight > 0 for r in gate.reasons) or not refers_back(run.message):
+            return run.message
+        before = self._turn_before(run)
+        if before is None or not asks_or_requests(before.lower()):
+            return run.message
+        st = run.st
+        if st is not None:
+            keys = [e.key for e in self.extractor.extract(run.message) if e.kind in _ANCHOR_KINDS]
+            if keys:
+                with st.lock:
+                    itself = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos and run.is_message(i)]
+                    if run.as_of is not None:  # a name only later turns hold is not known as of then
+                        itself += np.flatnonzero(st.index.timestamps > run.as_of).tolist()
+                    if st.index.known(keys, exclude=itself):
+                        return run.message
+        names = [n for n in names_in(before) if n.casefold() not in run.message.casefold()]
+        if not names:
+            return run.message
+        run.notes.append(f"follow-up: searched with {', '.join(names)} from the question it follows ({before!r:.80})")
+        return f"{' '.join(names)} {run.message}"
 
     def _state_step(self, run: _Run, include_recent: bool) -> None:
         """Load the user's cached state: pins and the recent window (no search)."""
