@@ -18,7 +18,7 @@ from chatrecall.core._classifier import names_in, refers_back
 from chatrecall.testing import ManualClock
 
 DAY = 86400.0
-FOLLOWED = "follow-up: searched with"
+FOLLOWED = "follow-up: memory searched with"
 
 
 @pytest.mark.parametrize(("message", "expected"), [

@@ -194,6 +194,10 @@ class _Run:
     now: float
     #: What is searched for: the message, without the part a correction rules out ("..., not staging").
     query: str = ""
+    #: The names a follow-up's memory search adds ("Okafor" for "and what's the venue for that one?"), or "";
+    #: the memory search's query, vector and entities with them (:meth:`ChatRecall._follow_up_names`).
+    follow_names: str = ""
+    follow_search: tuple[str, Any, list[Entity]] | None = None
     #: What a correction rules out and what it asks for (index terms): its "not X" part (``ruled_out``), or the
     #: names of the question it corrects when it asks for "the other ..." (``other_than``).
     ruled: frozenset[str] = frozenset()
@@ -1611,7 +1615,7 @@ class ChatRecall(_AsyncMixin):
     # ---------------------------------------------------------------- retrieve steps
     def _search_text(self, run: _Run, gate: GateDecision) -> str:
         """What the searches look for: a correction's message without what it rules out, after the question it
-        corrects; a follow-up that points back, after the question it follows (:meth:`_follow_up_text`).
+        corrects. (A follow-up that points back adds names to its memory search only: :meth:`_follow_up_names`.)
 
         "no, I meant the other hive" names the new referent; the question before it ("what colour is the queen
         marked?") names what is asked. The session's last user turn before the correction (in the recent window)
@@ -1620,7 +1624,8 @@ class ChatRecall(_AsyncMixin):
         searched alone, as it is with no earlier user turn (C30, stop 35).
         """
         if not gate.correction:
-            return self._follow_up_text(run, gate)
+            run.follow_names = self._follow_up_names(run, gate)
+            return run.message
         run.ruled, run.kept = ruled_out(run.message)
         query = drop_negated(run.message)
         if query != run.message:
@@ -1647,21 +1652,22 @@ class ChatRecall(_AsyncMixin):
         return next((i.record.text for i in reversed(run.recent)
                      if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
 
-    def _follow_up_text(self, run: _Run, gate: GateDecision) -> str:
-        """A follow-up that points back ("and what's the venue for that one?" right after "when is the Okafor
-        wedding?") is searched with the names of the question it follows ("Okafor"): alone, it matched another
-        client's venue (nu51). The whole question brought its own answer first instead (stop 46's F1).
+    def _follow_up_names(self, run: _Run, gate: GateDecision) -> str:
+        """The names a follow-up that points back takes from the question it follows, for its memory search:
+        "Okafor" for "and what's the venue for that one?" right after "when is the Okafor wedding?". Alone, the
+        message matched another client's venue (nu51); with the whole question, that question's own answer came
+        first (stop 46's F1). The corpus query is left as it was: it has the recent turns already.
 
         That is: a continuity pattern fired, the message points back (:func:`refers_back`: "that one", "it",
         "they", "there"), names nothing memory knows ("and what's the Patels' venue?" names its own subject), and
         the session's last user turn before it asked or requested something and names something
-        (:func:`names_in`). Else the message alone.
+        (:func:`names_in`). Else "".
         """
         if not any(r.category == "continuity" and r.weight > 0 for r in gate.reasons) or not refers_back(run.message):
-            return run.message
+            return ""
         before = self._turn_before(run)
         if before is None or not asks_or_requests(before.lower()):
-            return run.message
+            return ""
         st = run.st
         if st is not None:
             keys = [e.key for e in self.extractor.extract(run.message) if e.kind in _ANCHOR_KINDS]
@@ -1671,12 +1677,12 @@ class ChatRecall(_AsyncMixin):
                     if run.as_of is not None:  # a name only later turns hold is not known as of then
                         itself += np.flatnonzero(st.index.timestamps > run.as_of).tolist()
                     if st.index.known(keys, exclude=itself):
-                        return run.message
+                        return ""
         names = [n for n in names_in(before) if n.casefold() not in run.message.casefold()]
-        if not names:
-            return run.message
-        run.notes.append(f"follow-up: searched with {', '.join(names)} from the question it follows ({before!r:.80})")
-        return f"{' '.join(names)} {run.message}"
+        if names:
+            run.notes.append(f"follow-up: memory searched with {', '.join(names)} from the question it follows "
+                             f"({before!r:.80})")
+        return " ".join(names)
 
     def _state_step(self, run: _Run, include_recent: bool) -> None:
         """Load the user's cached state: pins and the recent window (no search)."""
@@ -1959,6 +1965,12 @@ class ChatRecall(_AsyncMixin):
         exclude = frozenset(r.id for r in run.recent) | run.shown
         pins = [p.text for p in run.pins]  # shown with the result: a turn that only repeats one is not a memory
         assert run.qvec is not None
+        query, qvec, entities = run.query, run.qvec, run.entities
+        if run.follow_names:  # a follow-up that points back: with the names of the question it follows
+            if run.follow_search is None:
+                text = f"{run.follow_names} {run.query}"
+                run.follow_search = (text, self.embedder.embed_query(text), self.extractor.extract(text))
+            query, qvec, entities = run.follow_search
         t = time.perf_counter()
         items: list[ScoredItem] = []
         try:
@@ -1968,11 +1980,11 @@ class ChatRecall(_AsyncMixin):
             fresh = run.st is not None and (run.store_down or (
                 timeout_ms is not None and self._fresh_without_store(run.st, run.user_id)))
             if timeout_ms is None or fresh:
-                search = self._search_memory(run.query, run.qvec, run.entities, run.user_id,
+                search = self._search_memory(query, qvec, entities, run.user_id,
                                              strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh,
                                              now=run.now, pins=pins, as_of=run.as_of)
             else:
-                fut = self._pool.submit(self._search_memory, run.query, run.qvec, run.entities, run.user_id,
+                fut = self._pool.submit(self._search_memory, query, qvec, entities, run.user_id,
                                         strategy=run.strategy, k=k, exclude=exclude, now=run.now, pins=pins,
                                         as_of=run.as_of)
                 try:
