@@ -277,6 +277,10 @@ _OTHER = re.compile(r"\bthe\s+other\b|\banother\s+one\b", re.I)
 #: A correction that rejects what it was given without naming it: "not that one", "wrong one", "the wrong policy".
 _NOT_THAT = re.compile(r"\bnot\s+(?:that|this)(?:\s+one\b|\s*[,.;!-]|\s*$)|\bwrong\s+one\b|\bthe\s+wrong\s+\w+",
                        re.I)
+#: A word that points back at what the conversation just named: "that one", "it", "they", "there", "her" (a follow-up
+#: "and what's the venue for that one?"; ``refers_back``).
+_REFERS_BACK = re.compile(r"\b(?:that|this|those|these)\s+ones?\b|\bthe\s+one\b|"
+                          r"\b(?:it|its|they|them|their|there|he|him|his|she|her)\b|\b(?:that|this)\W*$", re.I)
 #: A capitalised word that does not open a sentence: a name ("Kestrel", "Anna's", "Lyon").
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b[A-Z][\w'’-]*")
 
@@ -295,6 +299,34 @@ def other_than(message: str, before: str) -> frozenset[str]:
         return frozenset()
     names = (m.group(0) for m in _NAME.finditer(before) if m.group(0) != "I")
     return frozenset(t for n in names for t in tokenize(n)) - frozenset(tokenize(message)) - _FILLER
+
+
+def refers_back(message: str) -> bool:
+    """Whether ``message`` points back at something with a pronoun or "that one": "and what's the venue for that
+    one?", "where are they staying?" (not "ok and when's my dentist?").
+
+    Example:
+        >>> refers_back("and what's the venue for that one?"), refers_back("ok and when's my dentist?")
+        (True, False)
+    """
+    return _REFERS_BACK.search(message.replace("\u2019", "'")) is not None
+
+
+def names_in(text: str) -> list[str]:
+    """The names ``text`` holds: capitalised words that do not open a sentence ("Okafor" in "when is the Okafor
+    wedding?"), in order, each once, without a possessive "'s".
+
+    Example:
+        >>> names_in("when is the Okafor wedding? And Tom's party?")
+        ['Okafor', 'Tom']
+    """
+    out: list[str] = []
+    for m in _NAME.finditer(text.replace("\u2019", "'")):
+        name = m.group(0)
+        name = name[:-2] if name.endswith("'s") else name.rstrip("'")
+        if name != "I" and name not in out:
+            out.append(name)
+    return out
 
 
 def asks_other(message: str) -> bool:

@@ -23,7 +23,17 @@ from ._answer_form_table import FORM_QUESTION_WORDS as _FORM_QUESTION_WORDS
 from ._answer_form_table import FORM_WORDS as _FORM_WORDS
 from ._answer_forms import asked_form, holds_form
 from ._budget import budget_for, select_items, tier_of, trim_overlaps
-from ._classifier import asked_for, asks_advice, asks_other, drop_negated, names_own, other_than, ruled_out
+from ._classifier import (
+    asked_for,
+    asks_advice,
+    asks_other,
+    drop_negated,
+    names_in,
+    names_own,
+    other_than,
+    refers_back,
+    ruled_out,
+)
 from ._config import BudgetConfig, PinConfig, RetrievalConfig, StoreLimits, as_config
 from ._entities import RegexEntityExtractor
 from ._errors import (
@@ -184,6 +194,10 @@ class _Run:
     now: float
     #: What is searched for: the message, without the part a correction rules out ("..., not staging").
     query: str = ""
+    #: The names a follow-up's memory search adds ("Okafor" for "and what's the venue for that one?"), or "";
+    #: the memory search's query, vector and entities with them (:meth:`ChatRecall._follow_up_names`).
+    follow_names: str = ""
+    follow_search: tuple[str, Any, list[Entity]] | None = None
     #: What a correction rules out and what it asks for (index terms): its "not X" part (``ruled_out``), or the
     #: names of the question it corrects when it asks for "the other ..." (``other_than``).
     ruled: frozenset[str] = frozenset()
@@ -1599,10 +1613,9 @@ class ChatRecall(_AsyncMixin):
             st.corpus_docs.pop(sid, None)
 
     # ---------------------------------------------------------------- retrieve steps
-    @staticmethod
-    def _search_text(run: _Run, gate: GateDecision) -> str:
+    def _search_text(self, run: _Run, gate: GateDecision) -> str:
         """What the searches look for: a correction's message without what it rules out, after the question it
-        corrects.
+        corrects. (A follow-up that points back adds names to its memory search only: :meth:`_follow_up_names`.)
 
         "no, I meant the other hive" names the new referent; the question before it ("what colour is the queen
         marked?") names what is asked. The session's last user turn before the correction (in the recent window)
@@ -1611,13 +1624,13 @@ class ChatRecall(_AsyncMixin):
         searched alone, as it is with no earlier user turn (C30, stop 35).
         """
         if not gate.correction:
+            run.follow_names = self._follow_up_names(run, gate)
             return run.message
         run.ruled, run.kept = ruled_out(run.message)
         query = drop_negated(run.message)
         if query != run.message:
             run.notes.append(f"correction: searching for {query!r} (what it rules out is left out)")
-        before = next((i.record.text for i in reversed(run.recent)
-                       if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
+        before = self._turn_before(run)
         if before is None:
             return query
         if not asks_or_requests(before.lower()):
@@ -1632,6 +1645,44 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"correction: asks for another than {', '.join(sorted(others))}, which the "
                              "search leaves out")
         return f"{before} {query}"
+
+    @staticmethod
+    def _turn_before(run: _Run) -> str | None:
+        """The session's last user turn before the message (in the recent window), or None."""
+        return next((i.record.text for i in reversed(run.recent)
+                     if i.record is not None and i.record.role == "user" and not run.is_message(i)), None)
+
+    def _follow_up_names(self, run: _Run, gate: GateDecision) -> str:
+        """The names a follow-up that points back takes from the question it follows, for its memory search:
+        "Okafor" for "and what's the venue for that one?" right after "when is the Okafor wedding?". Alone, the
+        message matched another client's venue (nu51); with the whole question, that question's own answer came
+        first (stop 46's F1). The corpus query is left as it was: it has the recent turns already.
+
+        That is: a continuity pattern fired, the message points back (:func:`refers_back`: "that one", "it",
+        "they", "there"), names nothing memory knows ("and what's the Patels' venue?" names its own subject), and
+        the session's last user turn before it asked or requested something and names something
+        (:func:`names_in`). Else "".
+        """
+        if not any(r.category == "continuity" and r.weight > 0 for r in gate.reasons) or not refers_back(run.message):
+            return ""
+        before = self._turn_before(run)
+        if before is None or not asks_or_requests(before.lower()):
+            return ""
+        st = run.st
+        if st is not None:
+            keys = [e.key for e in self.extractor.extract(run.message) if e.kind in _ANCHOR_KINDS]
+            if keys:
+                with st.lock:
+                    itself = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos and run.is_message(i)]
+                    if run.as_of is not None:  # a name only later turns hold is not known as of then
+                        itself += np.flatnonzero(st.index.timestamps > run.as_of).tolist()
+                    if st.index.known(keys, exclude=itself):
+                        return ""
+        names = [n for n in names_in(before) if n.casefold() not in run.message.casefold()]
+        if names:
+            run.notes.append(f"follow-up: memory searched with {', '.join(names)} from the question it follows "
+                             f"({before!r:.80})")
+        return " ".join(names)
 
     def _state_step(self, run: _Run, include_recent: bool) -> None:
         """Load the user's cached state: pins and the recent window (no search)."""
@@ -1914,6 +1965,12 @@ class ChatRecall(_AsyncMixin):
         exclude = frozenset(r.id for r in run.recent) | run.shown
         pins = [p.text for p in run.pins]  # shown with the result: a turn that only repeats one is not a memory
         assert run.qvec is not None
+        query, qvec, entities = run.query, run.qvec, run.entities
+        if run.follow_names:  # a follow-up that points back: with the names of the question it follows
+            if run.follow_search is None:
+                text = f"{run.follow_names} {run.query}"
+                run.follow_search = (text, self.embedder.embed_query(text), self.extractor.extract(text))
+            query, qvec, entities = run.follow_search
         t = time.perf_counter()
         items: list[ScoredItem] = []
         try:
@@ -1923,11 +1980,11 @@ class ChatRecall(_AsyncMixin):
             fresh = run.st is not None and (run.store_down or (
                 timeout_ms is not None and self._fresh_without_store(run.st, run.user_id)))
             if timeout_ms is None or fresh:
-                search = self._search_memory(run.query, run.qvec, run.entities, run.user_id,
+                search = self._search_memory(query, qvec, entities, run.user_id,
                                              strategy=run.strategy, k=k, exclude=exclude, refresh=not fresh,
                                              now=run.now, pins=pins, as_of=run.as_of)
             else:
-                fut = self._pool.submit(self._search_memory, run.query, run.qvec, run.entities, run.user_id,
+                fut = self._pool.submit(self._search_memory, query, qvec, entities, run.user_id,
                                         strategy=run.strategy, k=k, exclude=exclude, now=run.now, pins=pins,
                                         as_of=run.as_of)
                 try:
