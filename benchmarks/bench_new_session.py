@@ -42,7 +42,8 @@ Usage::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
         [--sets doc_drift statements memory_corrections in_session_updates in_session_updates2 in_session_updates3
-        in_session_updates4 in_session_updates5 followups statements_docs] [--out benchmarks/results/new_session]
+        in_session_updates4 in_session_updates5 followups followups2 named_documents statements_docs]
+        [--out benchmarks/results/new_session]
 """
 
 from __future__ import annotations
@@ -188,6 +189,8 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
                              "memories_given")),
     "followups": ("followups/followups.json", score_memory_correction, ("gold_first", "gold_injected")),
     "followups2": ("followups/followups2.json", score_memory_correction, ("gold_first", "gold_injected")),
+    "named_documents": ("named_documents/named_documents.json", score_statement_docs,
+                        ("any_passage", "passages", "gold_injected")),
     "statements_docs": ("statements_docs/statements_docs.json", score_statement_docs,
                         ("any_passage", "passages", "gold_injected")),
 }

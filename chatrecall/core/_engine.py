@@ -2110,6 +2110,21 @@ class ChatRecall(_AsyncMixin):
         return titled[0] if titled else None
 
     @staticmethod
+    def _names_title(message: str, item: ScoredItem) -> bool:
+        """Whether ``message`` names the passage's document: two words next to each other in its title (stop words
+        and numbers aside) are next to each other in the message too ("my price list" for "2026 Price List", "my
+        tenancy agreement" for "Tenancy Agreement - 14 Elm Road"; not "quote" alone for "Kitchen Quote")."""
+        title = item.title
+        if not title:
+            return False
+        words = [t for t in tokenize(title) if t.isalpha()]
+        pairs = set(zip(words, words[1:]))
+        if not pairs:
+            return False
+        said = [t for t in tokenize(message) if t.isalpha()]
+        return not pairs.isdisjoint(zip(said, said[1:]))
+
+    @staticmethod
     def _title_terms(item: ScoredItem) -> set[str]:
         """The index terms of a passage's document title (none without one)."""
         title = item.title
@@ -2222,6 +2237,11 @@ class ChatRecall(_AsyncMixin):
                 keep.append(item)
                 run.notes.append(f"the best passage kept: it holds {', '.join(map(repr, words))} of the message, "
                                  "which the conversation never used")
+            elif cfg.corpus_probe and self._names_title(run.message, item):
+                # nu51: "what's in my price list for the full-day package?" with useful memories about quotes: the
+                # message names the document ("2026 Price List")
+                keep.append(item)
+                run.notes.append(f"a passage kept: the message names its document ({item.title!r})")
             elif cfg.corpus_probe and item is best and run.named is not None \
                     and run.named in self._title_terms(item):
                 # nu48: "What does the bathroom quote come to in total?" with memories all about the rewire quote:
