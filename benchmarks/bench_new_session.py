@@ -30,6 +30,11 @@ Five held-out sets, each written by a helper who saw no code, before the change 
   written blind by a helper before the change it judged: helper-153 .. helper-156): the same format; sets 4 and 5 have
   changes without a change word (set 4) and neighbours' changes that share the question's words (set 5's 16
   controls).
+* ``followups/followups.json``, ``followups2.json`` (F1, F1b / F1c; 36 each, blind: helper-159, helper-160): a
+  question answered, then an ``elliptical`` follow-up about the same thing ("and what's the venue for that one?"), a
+  ``named`` one about another thing, or a ``shift`` to a new topic; scored as the memory corrections are.
+* ``named_documents/named_documents.json`` (T2; 36, blind: helper-161): personal questions naming a document by its
+  title (``names_doc``) and ``control`` questions sharing one title word; scored as statements_docs.
 * ``benchmarks/data/statements_docs/statements_docs.json`` (ST2, 36, blind): 3-5 documents of the user's world, an
   earlier session (none in a few), then a ``plain`` statement (16: news that needs no document), an ``implied`` one
   (10: "My flight got cancelled this morning.", a document answers the need) or a ``question`` (10). Reported:

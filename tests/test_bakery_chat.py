@@ -197,9 +197,15 @@ def test_the_final_session_finds_the_documents_it_needs(bakery: Any) -> None:
             assert [i for i in res.items if i.source == "memory"], res.explain()
         if question == "and how many tiers is it now?":  # a follow-up to a memory answer: the memories answer it
             # Until stop 43 no passage came either. Since T1 (a document's title is searched) the order form, titled
-            # "Wedding cake order form - Helen Okafor", is a strong passage (0.40) for it and comes after them.
+            # "Wedding cake order form - Helen Okafor", is a strong passage (0.40) for it and comes after the
+            # memories that answer. Since stop 46's F1c the memory search adds "Helen" from the question the follow-up
+            # follows ("When's Helen's wedding?"): a third memory, the first booking (14 June, three tiers), comes
+            # too, after the passage (it ranks below both answers; until then every memory came before the passage).
             memories = [i for i in res.items if i.source == "memory"]
             assert res.items[0].source == "memory" and any("four tiers" in i.text for i in memories), res.explain()
-            assert all(i.source == "memory" for i in res.items[:len(memories)]), res.explain()
+            first_passage = next(n for n, i in enumerate(res.items) if i.source == "corpus")
+            answers = [n for n, i in enumerate(res.items) if i.source == "memory" and ("four tiers" in i.text
+                                                                                       or "21 June" in i.text)]
+            assert answers and max(answers) < first_passage, res.explain()
         if question == "and what's the pitch fee there?":
             assert "continues a turn the documents answered: the documents too" in res.notes, res.notes
