@@ -172,26 +172,14 @@ def score_statement(sc: dict[str, Any]) -> dict[str, Any]:
             "any_memory": bool(mems), "gold_injected": gold is not None and any(gold in i.text for i in mems)}
 
 
+_IN_SESSION = ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories", "memories_given")
 SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str, ...]]] = {
     "doc_drift": ("doc_drift/doc_drift.json", score_drift, ("gold_first", "gold_injected", "distractor_injected")),
     "statements": ("statements/statements.json", score_statement, ("any_memory", "memories", "gold_injected")),
     "memory_corrections": ("memory_corrections/memory_corrections.json", score_memory_correction,
                            ("gold_first", "gold_injected", "first_fact_injected")),
-    "in_session_updates": ("in_session_updates/in_session_updates.json", score_in_session,
-                           ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
-                            "memories_given")),
-    "in_session_updates2": ("in_session_updates/in_session_updates2.json", score_in_session,
-                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
-                             "memories_given")),
-    "in_session_updates3": ("in_session_updates/in_session_updates3.json", score_in_session,
-                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
-                             "memories_given")),
-    "in_session_updates4": ("in_session_updates/in_session_updates4.json", score_in_session,
-                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
-                             "memories_given")),
-    "in_session_updates5": ("in_session_updates/in_session_updates5.json", score_in_session,
-                            ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown", "gold_in_memories",
-                             "memories_given")),
+    **{f"in_session_updates{n}": (f"in_session_updates/in_session_updates{n}.json", score_in_session, _IN_SESSION)
+       for n in ("", "2", "3", "4", "5")},
     "followups": ("followups/followups.json", score_memory_correction, ("gold_first", "gold_injected")),
     "followups2": ("followups/followups2.json", score_memory_correction, ("gold_first", "gold_injected")),
     "named_documents": ("named_documents/named_documents.json", score_statement_docs,
