@@ -259,7 +259,7 @@ def _told_changes(idx: UserIndex, seen: np.ndarray | None, later: np.ndarray,
 
 
 def _seen_changes_above(idx: UserIndex, told: np.ndarray, told_shares: np.ndarray, cand: np.ndarray,
-                        final: np.ndarray, bot: np.ndarray, shares: np.ndarray, outranked: np.ndarray,
+                        final: np.ndarray, shares: np.ndarray, outranked: np.ndarray,
                         window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which changes the caller already shows (``told``: the recent window's, :func:`_told_changes`) go with the
     result, just above the earlier ranked turn they change (nu50: "Which day am I walking Biscuit now?" three turns
@@ -268,10 +268,12 @@ def _seen_changes_above(idx: UserIndex, told: np.ndarray, told_shares: np.ndarra
 
     "Changes" is :func:`_lift_changes`' rule, over the first ``window`` candidates: the change shares a word with
     the query and is close to the turn (turn cosine at least UPDATE_COS), or names what it replaces and the turn
-    names it and shares a word with the query. Nothing is dropped: the old turn stays, ranked below.
+    names it and shares a word with the query. Among the turns a change is about, it goes just above the one it is
+    closest to (turn cosine), not the best-scored one: the loose rule also holds for a neighbour's fact, which may
+    rank first (stop 46's U2d). Nothing is dropped: the old turn stays, ranked below.
 
     Returns:
-        The slots into ``told`` that go with the result, their scores (just above the best turn each changes),
+        The slots into ``told`` that go with the result, their scores (just above the closest turn each changes),
         and ``outranked`` with those turns marked.
     """
     top = topk(final, window)
@@ -581,7 +583,7 @@ def rank_memories(
         final, lifted, outranked = _lift_changes(idx, cand, final, bot, comp["keyword"] > 0, k + 5)
         if told.size:
             tcomp = components(told, np.clip(idx.dense(qvec, told), 0.0, 1.0))
-            slot, above, outranked = _seen_changes_above(idx, told, tcomp["keyword"] > 0, cand, final, bot,
+            slot, above, outranked = _seen_changes_above(idx, told, tcomp["keyword"] > 0, cand, final,
                                                          comp["keyword"] > 0, outranked, k + 5)
             if slot.size:  # returned with the candidates: a change is a user's turn, lifted, no support or hop
                 n_add = slot.size
