@@ -297,8 +297,7 @@ def other_than(message: str, before: str) -> frozenset[str]:
     """
     if not _OTHER.search(message) or ruled_out(message)[0]:
         return frozenset()
-    names = (m.group(0) for m in _NAME.finditer(before) if m.group(0) != "I")
-    return frozenset(t for n in names for t in tokenize(n)) - frozenset(tokenize(message)) - _FILLER
+    return frozenset(t for n in names_in(before) for t in tokenize(n)) - frozenset(tokenize(message)) - _FILLER
 
 
 def refers_back(message: str) -> bool:

@@ -1668,16 +1668,8 @@ class ChatRecall(_AsyncMixin):
         before = self._turn_before(run)
         if before is None or not asks_or_requests(before.lower()):
             return ""
-        st = run.st
-        if st is not None:
-            keys = [e.key for e in self.extractor.extract(run.message) if e.kind in _ANCHOR_KINDS]
-            if keys:
-                with st.lock:
-                    itself = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos and run.is_message(i)]
-                    if run.as_of is not None:  # a name only later turns hold is not known as of then
-                        itself += np.flatnonzero(st.index.timestamps > run.as_of).tolist()
-                    if st.index.known(keys, exclude=itself):
-                        return ""
+        if self._known_anchors(run, self.extractor.extract(run.message)):
+            return ""
         names = [n for n in names_in(before) if n.casefold() not in run.message.casefold()]
         if names:
             run.notes.append(f"follow-up: memory searched with {', '.join(names)} from the question it follows "
@@ -1838,13 +1830,7 @@ class ChatRecall(_AsyncMixin):
         known: tuple[str, ...] = ()
         if route is Route.CORPUS and st is not None:
             run.entities = self.extractor.extract(run.query)
-            with st.lock:
-                # the message itself does not count when the caller stored it before asking (LlamaIndex's put,
-                # then get): its copy in the recent window would name every anchor of the message
-                itself = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos and run.is_message(i)]
-                if run.as_of is not None:  # a name only later turns hold is not known as of then
-                    itself += np.flatnonzero(st.index.timestamps > run.as_of).tolist()
-                hits = st.index.known((e.key for e in run.entities if e.kind in _ANCHOR_KINDS), exclude=itself)
+            hits = self._known_anchors(run, run.entities)
             if hits:
                 route = Route.BOTH
                 known = tuple(hits)
@@ -1858,6 +1844,21 @@ class ChatRecall(_AsyncMixin):
         probe = route is Route.CORPUS and st is not None and self.retrieval_config.memory_probe
         return _Plan(route=route, two_phase=route is Route.MEMORY, fallback=route is Route.CORPUS, correction=corrected,
                      probe=probe, follows_up=follows_up, known_names=known if route is Route.BOTH else ())
+
+    @staticmethod
+    def _known_anchors(run: _Run, entities: Sequence[Entity]) -> list[str]:
+        """The anchor entity keys (names, identifiers...) among ``entities`` that some memory of the user holds."""
+        st = run.st
+        keys = [e.key for e in entities if e.kind in _ANCHOR_KINDS]
+        if st is None or not keys:
+            return []
+        with st.lock:
+            # the message itself does not count when the caller stored it before asking (LlamaIndex's put, then
+            # get): its copy in the recent window would name every anchor of the message
+            itself = [st.index.pos[i.id] for i in run.recent if i.id in st.index.pos and run.is_message(i)]
+            if run.as_of is not None:  # a name only later turns hold is not known as of then
+                itself += np.flatnonzero(st.index.timestamps > run.as_of).tolist()
+            return st.index.known(keys, exclude=itself)
 
     def _corpus_size(self) -> int:
         """Documents in the corpus: one count, cached until documents change. Raises StoreError.
