@@ -264,7 +264,8 @@ def ruled_out(message: str) -> tuple[frozenset[str], frozenset[str]]:
         >>> ruled_out("no, I meant the kitchen, not the bathroom")
         (frozenset({'bathroom'}), frozenset({'kitchen'}))
     """
-    parts = [m.group(0) for m in _NEGATED.finditer(message)]
+    # "not that card, the other one" points back at what it got ("card" is the kind of thing, not ruled out)
+    parts = [m.group(0) for m in _NEGATED.finditer(message) if _NOT_THAT_KIND.fullmatch(m.group(0)) is None]
     ruled = frozenset(t for p in parts for t in tokenize(p)) - _FILLER
     if not ruled:
         return frozenset(), frozenset()
@@ -275,8 +276,10 @@ def ruled_out(message: str) -> tuple[frozenset[str], frozenset[str]]:
 #: question it corrects named.
 _OTHER = re.compile(r"\bthe\s+other\b|\banother\s+one\b", re.I)
 #: A correction that rejects what it was given without naming it: "not that one", "wrong one", "the wrong policy".
-_NOT_THAT = re.compile(r"\bnot\s+(?:that|this)(?:\s+one\b|\s*[,.;!-]|\s*$)|\bwrong\s+one\b|\bthe\s+wrong\s+\w+",
-                       re.I)
+_NOT_THAT = re.compile(r"\bnot\s+(?:that|this)(?:\s+one\b|\s*[,.;!-]|\s*$)|\bwrong\s+one\b|\bthe\s+wrong\s+\w+|"
+                       r"(?:^|(?<=[,;:]))\W*(?:no\W+)?not\s+(?:that|this)\s+[\w'’-]+\s*(?=[,.;:!?-]|$)", re.I)
+#: A ruled-out part that only points back at what was given: "not that card", "not this one" (one word after it).
+_NOT_THAT_KIND = re.compile(r"\W*(?:but\s+|and\s+)?\s*not\s+(?:that|this)\s+[\w'’-]+\s*", re.I)
 #: A word that points back at what the conversation just named: "that one", "it", "they", "there", "her" (a follow-up
 #: "and what's the venue for that one?"; ``refers_back``).
 _REFERS_BACK = re.compile(r"\b(?:that|this|those|these)\s+ones?\b|\bthe\s+one\b|"

@@ -202,6 +202,11 @@ class _Run:
     #: names of the question it corrects when it asks for "the other ..." (``other_than``).
     ruled: frozenset[str] = frozenset()
     kept: frozenset[str] = frozenset()
+    #: A message asking for "the other one" right after an answer: that answer (the session's last assistant turn),
+    #: and the stored turns it drew on, which the memory search leaves out (:meth:`ChatRecall._answer_source`).
+    other_reply: Record | None = None
+    answer_source: frozenset[str] | None = None
+    source_vec: np.ndarray | None = None
     st: _UserState | None = None
     store_down: bool = False
     pins: list[Pin] = dataclasses.field(default_factory=list)
@@ -1623,7 +1628,8 @@ class ChatRecall(_AsyncMixin):
         again today") the correction states its own fact ("Actually Luna's recheck is now on Monday") and is
         searched alone, as it is with no earlier user turn (C30, stop 35).
         """
-        if not gate.correction:
+        other = asks_other(run.message)
+        if not gate.correction and not other:
             run.follow_names = self._follow_up_names(run, gate)
             return run.message
         run.ruled, run.kept = ruled_out(run.message)
@@ -1637,6 +1643,8 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"correction: searched alone, the turn before it asked nothing ({before!r:.80})")
             return query
         run.notes.append(f"correction: searched with the turn it corrects ({before!r:.80})")
+        if other:
+            run.other_reply = self._reply_after(run)
         others = frozenset() if run.ruled else other_than(run.message, before)
         if others:
             # "no, I meant the other client" after "what's the Kestrel deadline again?": not Kestrel's
@@ -1645,6 +1653,58 @@ class ChatRecall(_AsyncMixin):
             run.notes.append(f"correction: asks for another than {', '.join(sorted(others))}, which the "
                              "search leaves out")
         return f"{before} {query}"
+
+    @staticmethod
+    def _reply_after(run: _Run) -> Record | None:
+        """The session's last assistant turn, when it came after its last user turn (the answer to it), or None."""
+        for item in reversed(run.recent):
+            rec = item.record
+            if rec is None or run.is_message(item):
+                continue
+            return rec if rec.role == "assistant" else None
+        return None
+
+    def _answer_source(self, run: _Run) -> frozenset[str]:
+        """The stored turns the last answer drew on, when the message asks for "the other one" (``asks_other``):
+        "no, I meant the other plot" after "You put forty cloves of Germidour garlic into bed 1 on plot 14B." That
+        is the user's stored turn nearest the answer (cosine), and the assistant turn that followed it (its reply
+        then, naming the same thing). The memory search leaves them out, so the other plot's turn can come first
+        (stop 47's O1; nu51: "no, I meant the other venue" got the same venue first again); the search looks for a
+        turn like the one left out instead (its vector is added to the query's). Empty when the documents answered the
+        last turn, when the nearest turn is in the recent window (the search leaves it out already), or when it names
+        something the answer did not and other turns of the user do ("Juniper's queen is marked blue, and Clover's is
+        marked yellow" answered "blue" only, and Clover has turns of its own: it may hold the other one too)."""
+        if run.answer_source is not None:
+            return run.answer_source
+        run.answer_source = frozenset()
+        st, sid, reply = run.st, run.session_id, run.other_reply
+        if st is None or sid is None or reply is None or st.corpus_last.get(sid, False):
+            return run.answer_source
+        recent = {i.id for i in run.recent}
+        with st.lock:
+            idx = st.index
+            at = idx.pos.get(reply.id)
+            users = np.flatnonzero(idx.has_role(np.arange(len(idx)), "user")) if at is not None else np.empty(0, int)
+            users = users[[idx.records[int(p)].id not in recent for p in users]] if users.size else users
+            if at is None or not users.size:
+                return run.answer_source
+            best = int(users[int(np.argmax(idx.embeddings[users] @ idx.embeddings[at]))])
+            said = reply.text.casefold()
+            unsaid = [n.casefold() for n in names_in(idx.records[best].text) if n.casefold() not in said]
+            if unsaid and idx.naming(users[users != best], unsaid).any():
+                # it names what the user's other turns name and the answer did not ("Juniper's queen is marked blue,
+                # and Clover's is marked yellow"): it may hold the other one too, so it stays (stop 46's U1b lost such
+                # turns)
+                return run.answer_source
+            source = [best]
+            after = idx.next_positions(np.asarray([best], dtype=np.int64))
+            if after.size and after[0] >= 0 and idx.records[int(after[0])].role == "assistant":
+                source.append(int(after[0]))
+            run.answer_source = frozenset(idx.records[p].id for p in source)
+            run.source_vec = idx.embeddings[best].copy()
+            run.notes.append(f"asks for another one: the memory the last answer drew on is left out, and one like it "
+                             f"looked for ({idx.records[best].text!r:.80})")
+        return run.answer_source
 
     @staticmethod
     def _turn_before(run: _Run) -> str | None:
@@ -1963,7 +2023,7 @@ class ChatRecall(_AsyncMixin):
 
     def _run_memory_search(self, run: _Run, k: int, *, timeout_ms: float | None) -> list[ScoredItem]:
         """One memory search (on the phase-1 pool when it has a time budget); never raises."""
-        exclude = frozenset(r.id for r in run.recent) | run.shown
+        exclude = frozenset(r.id for r in run.recent) | run.shown | self._answer_source(run)
         pins = [p.text for p in run.pins]  # shown with the result: a turn that only repeats one is not a memory
         assert run.qvec is not None
         query, qvec, entities = run.query, run.qvec, run.entities
@@ -1972,6 +2032,9 @@ class ChatRecall(_AsyncMixin):
                 text = f"{run.follow_names} {run.query}"
                 run.follow_search = (text, self.embedder.embed_query(text), self.extractor.extract(text))
             query, qvec, entities = run.follow_search
+        if run.source_vec is not None:  # "the other one": a turn like the one the answer drew on
+            qvec = qvec / max(float(np.linalg.norm(qvec)), 1e-12) + run.source_vec
+            qvec = qvec / max(float(np.linalg.norm(qvec)), 1e-12)
         t = time.perf_counter()
         items: list[ScoredItem] = []
         try:
