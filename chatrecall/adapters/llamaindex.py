@@ -436,8 +436,10 @@ class ChatRecallMemory(BaseMemory):
     history and stores user/assistant text in chatrecall. ``get`` returns a
     system message with the user's pins and what chatrecall recalls for the
     latest user message (gated: small talk recalls nothing; budgeted;
-    the stored turns the returned history shows are left out of the search),
-    followed by the most recent history within ``token_limit``.
+    the stored turns the returned history shows are left out of the search,
+    except a change the user told in this conversation, which the engine puts
+    just above the older memory it changes), followed by the most recent
+    history within ``token_limit``.
 
     ``SimpleChatEngine`` and agents ``put`` the user's message, then ``get``:
     a recalling memory stores that message once ``get`` has recalled for it
@@ -502,6 +504,8 @@ class ChatRecallMemory(BaseMemory):
     _cache_key: tuple[str, int] | None = PrivateAttr(default=None)
     _injected: tuple[ScoredItem, ...] = PrivateAttr(default=())
     _shown: frozenset[str] = PrivateAttr(default=frozenset())
+    #: The ids passed as ``exclude_ids`` to the recall ``_last`` holds: what the engine knew the history showed.
+    _told: frozenset[str] = PrivateAttr(default=frozenset())
     #: Index in the history of a user message put and not stored yet: it is stored after the recall for it.
     _pending: int | None = PrivateAttr(default=None)
 
@@ -566,8 +570,10 @@ class ChatRecallMemory(BaseMemory):
 
     @property
     def last_injected(self) -> tuple[ScoredItem, ...]:
-        """The items the latest :meth:`get` put in the prompt: ``last_result.items`` minus those already in
-        the history it returned (they are not repeated)."""
+        """The items the latest :meth:`get` put in the prompt: ``last_result.items``. They leave out the turns the
+        returned history shows (the engine is given them as ``exclude_ids``) except a change told in this
+        conversation, placed above the older memory it changes (its ``why`` says "said in this conversation"); nor
+        is an item the new user message repeats word for word (stored after the recall, it is in the history)."""
         return self._injected
 
     # ------------------------------------------------------------------ write
@@ -703,11 +709,14 @@ class ChatRecallMemory(BaseMemory):
                     query, user_id=self.user_id, session_id=self.session_id, k=self.k,
                     budget_tokens=self.budget_tokens, exclude_ids=visible,
                 )
-                self._cache_key = key
+                self._cache_key, self._told = key, frozenset(visible)
             self._flush(shown=True)  # the message recalled for is stored now (retrieve: "store it once answered")
             if query.strip() and self._last is not None:
                 pins: Sequence[Pin] = self._last.pins
-                items = [it for it in self._last.items if it.id not in visible]
+                # The engine was told what the history shows (exclude_ids): what it returns of that is deliberate
+                # (a change said in this conversation, placed above the memory it changes; nu52). A turn shown
+                # only since (the message just stored, which may repeat an older turn) is not repeated.
+                items = [it for it in self._last.items if it.id in self._told or it.id not in self._shown]
             else:
                 pins, items = self.engine.pins(self.user_id, self.session_id, cached_if_unavailable=True), []
             self._injected = tuple(items)
