@@ -16,6 +16,8 @@ gate, hybrid scoring, pins and token budget all live in :mod:`chatrecall.core`.
   chatrecall's hybrid score, near-duplicate suppression and token budget.
 * :class:`ChatRecallEmbedding` / :class:`LlamaIndexEmbedder` - use a
   chatrecall embedder in LlamaIndex, or a LlamaIndex embedding in chatrecall.
+* :func:`nodes_to_documents` - LlamaIndex documents and nodes as what
+  :meth:`ChatRecall.add_documents` takes (text, id, title, metadata).
 
 Example:
     >>> from llama_index.core.llms import MockLLM
@@ -34,7 +36,7 @@ import asyncio
 import contextlib
 import datetime as _dt
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -79,6 +81,7 @@ __all__ = [
     "ChatRecallRetriever",
     "LlamaIndexEmbedder",
     "item_to_node",
+    "nodes_to_documents",
     "pin_to_node",
     "result_to_context_node",
     "result_to_nodes",
@@ -188,6 +191,73 @@ def result_to_context_node(result: RetrievalResult, *, include_pins: bool = True
     keys = [*_DIAGNOSTIC_KEYS, "at", "item_ids"]
     node = TextNode(text=text, metadata=md, excluded_llm_metadata_keys=keys, excluded_embed_metadata_keys=keys)
     return NodeWithScore(node=node, score=1.0)
+
+
+#: Metadata keys a LlamaIndex document's title is read from, in order (``file_name``: SimpleDirectoryReader's).
+_TITLE_KEYS = ("title", "file_name")
+
+
+def nodes_to_documents(nodes: BaseNode | NodeWithScore | Iterable[BaseNode | NodeWithScore]) -> list[dict[str, Any]]:
+    """LlamaIndex documents or nodes as the mappings :meth:`ChatRecall.add_documents` takes.
+
+    Each becomes ``{"text", "id", "title", "metadata"}``: the node's text (without its metadata), its
+    ``id_`` (``doc_id``) as the document id, so adding it again replaces the old version, its
+    ``metadata["title"]`` or else ``metadata["file_name"]`` as the title (searched with every chunk, shown
+    as the passage's label), and the rest of its metadata; ``None`` values are left out.
+    A ``NodeWithScore`` (a retriever's result) gives its node.
+
+    LlamaIndex gives a ``Document`` a random id unless one is set: load files with
+    ``SimpleDirectoryReader(..., filename_as_id=True)`` (or pass ``Document(doc_id=...)``) so that loading
+    them again replaces them rather than adding them twice.
+
+    Example:
+        >>> from llama_index.core import Document
+        >>> nodes_to_documents([Document(text="Closed on Sundays.", doc_id="hours", metadata={"file_name": "hours.txt"})])
+        [{'text': 'Closed on Sundays.', 'id': 'hours', 'title': 'hours.txt', 'metadata': {'file_name': 'hours.txt'}}]
+
+    Args:
+        nodes: A LlamaIndex ``Document``, ``TextNode`` (any ``BaseNode``) or ``NodeWithScore``, or an
+            iterable of them.
+
+    Returns:
+        One mapping per node, in order: ``cr.add_documents(nodes_to_documents(docs))``.
+
+    Raises:
+        InvalidInputError: An item is not a LlamaIndex node, or a metadata value is not a str, int, float or
+            bool (chatrecall stores flat metadata).
+    """
+    if isinstance(nodes, (BaseNode, NodeWithScore)):
+        nodes = [nodes]  # one node; a pydantic model would be iterated as its fields
+    elif isinstance(nodes, (str, bytes, Mapping)) or not isinstance(nodes, Iterable):
+        raise InvalidInputError(f"nodes={type(nodes).__name__} is invalid: pass LlamaIndex documents or nodes (a "
+                                "Document, TextNode or NodeWithScore, or a list of them); a str or a mapping "
+                                "goes to ChatRecall.add_documents as it is")
+    out = []
+    for n, node in enumerate(nodes):
+        if isinstance(node, NodeWithScore):
+            node = node.node
+        if not isinstance(node, BaseNode):
+            raise InvalidInputError(f"nodes[{n}] is a {type(node).__name__}, not a LlamaIndex node: pass Document, "
+                                    "TextNode or NodeWithScore items (a str or a mapping goes to "
+                                    "ChatRecall.add_documents as it is)")
+        metadata: dict[str, Any] = {}
+        for key, value in node.metadata.items():
+            if value is None:
+                continue
+            if not isinstance(value, (str, int, float, bool)):
+                raise InvalidInputError(
+                    f"nodes[{n}] (id {node.node_id!r}): metadata[{key!r}]={value!r:.60} is a {type(value).__name__}; "
+                    "chatrecall stores str, int, float or bool values: make it one (', '.join(...) for a list) "
+                    "or delete the key from the node's metadata")
+            metadata[key] = value
+        title = next((str(v) for k in _TITLE_KEYS if str(v := metadata.get(k, "")).strip()), None)
+        metadata.pop("title", None)  # it is the title
+        doc: dict[str, Any] = {"text": node.get_content(metadata_mode=MetadataMode.NONE), "id": node.node_id}
+        if title is not None:
+            doc["title"] = title
+        doc["metadata"] = metadata
+        out.append(doc)
+    return out
 
 
 def _message_text(message: ChatMessage | str | None) -> str:

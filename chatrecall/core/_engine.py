@@ -83,6 +83,8 @@ from ._validate import (
     check_text,
     check_timestamp,
     check_turn,
+    document_item_error,
+    framework_document,
     keywords_checked,
 )
 
@@ -799,11 +801,18 @@ class ChatRecall(_AsyncMixin):
         Args:
             documents: Strings, or mappings with ``text`` (or ``content``) and
                 optional ``id``, ``title`` and ``metadata``; another key is refused.
+                LlamaIndex documents and nodes: convert them with
+                :func:`chatrecall.adapters.llamaindex.nodes_to_documents`.
             user_id: Owner; ``None`` makes the documents readable by every user.
+
+        Raises:
+            InvalidInputError: A document is none of these (the message says how to pass a LlamaIndex or
+                LangChain document), or a field is invalid.
         """
         owner = SHARED_OWNER if user_id is None else check_id("user_id", user_id, self.limits)
         check_chunking(max_words, overlap_words)
-        if isinstance(documents, (str, bytes, Mapping)):
+        if isinstance(documents, (str, bytes, Mapping)) or framework_document(documents) is not None:
+            # one document; a framework's (a pydantic model) would be iterated as its fields
             documents = [documents]  # type: ignore[list-item]
         elif not isinstance(documents, Iterable):
             raise InvalidInputError(
@@ -829,6 +838,8 @@ class ChatRecall(_AsyncMixin):
                 if doc.get("title") is not None:
                     md["title"] = check_text(f"documents[{n}].title", doc["title"], self.limits)
             else:
+                if not isinstance(doc, str):
+                    raise document_item_error(doc, f"documents[{n}]")
                 text = check_text(f"documents[{n}]", doc, self.limits)
                 md, doc_id = {}, _hash_id(owner, text)
             first = seen.setdefault(doc_id, (n, text))

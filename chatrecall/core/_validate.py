@@ -316,6 +316,46 @@ def check_document_fields(doc: Mapping[str, Any], where: str) -> dict[str, Any]:
     return fields
 
 
+def framework_document(value: Any) -> str | None:
+    """``"LlamaIndex"`` or ``"LangChain"`` when ``value`` is a document (or node) of that framework, by its class's
+    module or, for a look-alike, its attributes; None otherwise. Nothing is imported.
+
+    Example:
+        >>> framework_document({"text": "Opening hours: 9-5"}) is None
+        True
+    """
+    root = type(value).__module__.partition(".")[0]
+    if root == "llama_index" or (hasattr(value, "get_content") and hasattr(value, "node_id")):
+        return "LlamaIndex"
+    if root.startswith("langchain") or hasattr(value, "page_content"):
+        return "LangChain"
+    return None
+
+
+_FRAMEWORK_HINTS = {
+    "LlamaIndex": "convert LlamaIndex documents and nodes with "
+                  "chatrecall.adapters.llamaindex.nodes_to_documents(docs)",
+    "LangChain": 'pass a LangChain Document as {"text": doc.page_content, "metadata": doc.metadata}',
+}
+
+
+def document_item_error(value: Any, where: str) -> InvalidInputError:
+    """The error for an ``add_documents`` item that is neither a str nor a mapping: what is accepted, and how to pass
+    a LlamaIndex or LangChain document (the one ``value`` is, when it is one).
+
+    Example:
+        >>> str(document_item_error(42, "documents[0]"))[:80]
+        "documents[0] must be a str, or a mapping with 'text' (or 'content') and optional"
+    """
+    kind = framework_document(value)
+    hint = (f"it is a {kind} document: {_FRAMEWORK_HINTS[kind]}" if kind is not None
+            else f"{_FRAMEWORK_HINTS['LlamaIndex']}; {_FRAMEWORK_HINTS['LangChain']}")
+    return InvalidInputError(
+        f"{where} must be a str, or a mapping with 'text' (or 'content') and optional 'id', 'title' and 'metadata' "
+        f"(a flat mapping of str keys to str, int, float or bool), got {type(value).__name__}: {_short(value)}; "
+        f"{hint}")
+
+
 # ----------------------------------------------------------------- keyword names
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
