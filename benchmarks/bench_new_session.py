@@ -184,6 +184,7 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
        for n in ("", "2", "3", "4", "5")},
     "followups": ("followups/followups.json", score_memory_correction, ("gold_first", "gold_injected")),
     "followups2": ("followups/followups2.json", score_memory_correction, ("gold_first", "gold_injected")),
+    "followups3": ("followups/followups3.json", score_memory_correction, ("gold_first", "gold_injected")),
     "named_documents": ("named_documents/named_documents.json", score_statement_docs,
                         ("any_passage", "passages", "gold_injected")),
     "statements_docs": ("statements_docs/statements_docs.json", score_statement_docs,
