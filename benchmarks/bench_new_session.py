@@ -176,14 +176,15 @@ _IN_SESSION = ("stale_injected", "stale_unchallenged", "gold_first", "gold_shown
 SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str, ...]]] = {
     "doc_drift": ("doc_drift/doc_drift.json", score_drift, ("gold_first", "gold_injected", "distractor_injected")),
     "statements": ("statements/statements.json", score_statement, ("any_memory", "memories", "gold_injected")),
-    "general_questions": ("general_questions/general_questions.json", score_statement,
-                          ("any_memory", "memories", "gold_injected")),
+    **{f"general_questions{n}": (f"general_questions/general_questions{n}.json", score_statement,
+                                 ("any_memory", "memories", "gold_injected")) for n in ("", "2", "3", "4")},
     **{f"memory_corrections{n}": (f"memory_corrections/memory_corrections{n}.json", score_memory_correction,
                                   ("gold_first", "gold_injected", "first_fact_injected")) for n in ("", "2")},
     **{f"in_session_updates{n}": (f"in_session_updates/in_session_updates{n}.json", score_in_session, _IN_SESSION)
        for n in ("", "2", "3", "4", "5")},
     "followups": ("followups/followups.json", score_memory_correction, ("gold_first", "gold_injected")),
     "followups2": ("followups/followups2.json", score_memory_correction, ("gold_first", "gold_injected")),
+    "followups3": ("followups/followups3.json", score_memory_correction, ("gold_first", "gold_injected")),
     "named_documents": ("named_documents/named_documents.json", score_statement_docs,
                         ("any_passage", "passages", "gold_injected")),
     "statements_docs": ("statements_docs/statements_docs.json", score_statement_docs,
