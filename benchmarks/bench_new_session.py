@@ -35,6 +35,14 @@ Five held-out sets, each written by a helper who saw no code, before the change 
   ``named`` one about another thing, or a ``shift`` to a new topic; scored as the memory corrections are.
 * ``named_documents/named_documents.json`` (T2; 36, blind: helper-161): personal questions naming a document by its
   title (``names_doc``) and ``control`` questions sharing one title word; scored as statements_docs.
+* ``memory_corrections/memory_corrections2.json`` (O1, stop 47; 30, blind, helper-written in stop 46): the memory
+  corrections' format; O1 was judged on it.
+* ``followups/followups3.json`` (F2, stop 47; 36, blind, helper-166): ``answer_named`` follow-ups after a question that
+  named nothing, answered by naming the thing ("what's my next shoot?" / "Your next shoot is the Okafor wedding." /
+  "and where is it?"), ``question_named`` and ``shift``; scored as the memory corrections are.
+* ``general_questions/general_questions.json`` .. ``general_questions4.json`` (G1 - G1d, stop 47; 48 each, blind,
+  helper-163, -167, -168, -169): one earlier session, then a ``general`` question on the user's own topic (memories are
+  noise) or a ``personal`` one (the gold turn should be given); scored as the statements.
 * ``benchmarks/data/statements_docs/statements_docs.json`` (ST2, 36, blind): 3-5 documents of the user's world, an
   earlier session (none in a few), then a ``plain`` statement (16: news that needs no document), an ``implied`` one
   (10: "My flight got cancelled this morning.", a document answers the need) or a ``question`` (10). Reported:
@@ -47,7 +55,8 @@ Usage::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
         [--sets doc_drift statements memory_corrections in_session_updates in_session_updates2 in_session_updates3
-        in_session_updates4 in_session_updates5 followups followups2 named_documents statements_docs]
+        in_session_updates4 in_session_updates5 followups followups2 followups3 named_documents statements_docs
+        memory_corrections2 general_questions general_questions2 general_questions3 general_questions4]
         [--out benchmarks/results/new_session]
 """
 
