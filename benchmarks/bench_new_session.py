@@ -42,7 +42,8 @@ Five held-out sets, each written by a helper who saw no code, before the change 
   "and where is it?"), ``question_named`` and ``shift``; scored as the memory corrections are.
 * ``general_questions/general_questions.json`` .. ``general_questions4.json`` (G1 - G1d, stop 47; 48 each, blind,
   helper-163, -167, -168, -169): one earlier session, then a ``general`` question on the user's own topic (memories are
-  noise) or a ``personal`` one (the gold turn should be given); scored as the statements.
+  noise) or a ``personal`` one (the gold turn should be given); scored as the statements. ``general_questions_docs.json``
+  (G1s; 40, blind, helper-170): the same with documents, one answering each general question.
 * ``benchmarks/data/statements_docs/statements_docs.json`` (ST2, 36, blind): 3-5 documents of the user's world, an
   earlier session (none in a few), then a ``plain`` statement (16: news that needs no document), an ``implied`` one
   (10: "My flight got cancelled this morning.", a document answers the need) or a ``question`` (10). Reported:
@@ -56,7 +57,8 @@ Usage::
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/bench_new_session.py \\
         [--sets doc_drift statements memory_corrections in_session_updates in_session_updates2 in_session_updates3
         in_session_updates4 in_session_updates5 followups followups2 followups3 named_documents statements_docs
-        memory_corrections2 general_questions general_questions2 general_questions3 general_questions4]
+        memory_corrections2 general_questions general_questions2 general_questions3 general_questions4
+        general_questions_docs]
         [--out benchmarks/results/new_session]
 """
 
