@@ -188,7 +188,7 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
     "doc_drift": ("doc_drift/doc_drift.json", score_drift, ("gold_first", "gold_injected", "distractor_injected")),
     "statements": ("statements/statements.json", score_statement, ("any_memory", "memories", "gold_injected")),
     **{f"general_questions{n}": (f"general_questions/general_questions{n}.json", score_statement,
-                                 ("any_memory", "memories", "gold_injected")) for n in ("", "2", "3", "4")},
+                                 ("any_memory", "memories", "gold_injected")) for n in ("", "2", "3", "4", "_docs")},
     **{f"memory_corrections{n}": (f"memory_corrections/memory_corrections{n}.json", score_memory_correction,
                                   ("gold_first", "gold_injected", "first_fact_injected")) for n in ("", "2")},
     **{f"in_session_updates{n}": (f"in_session_updates/in_session_updates{n}.json", score_in_session, _IN_SESSION)
