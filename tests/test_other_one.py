@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _chats import chat_turn
 
 from chatrecall import ChatRecall
 from chatrecall.core._classifier import asks_other, ruled_out
@@ -51,24 +52,21 @@ YARIS = "Jess's Yaris needs two new front tyres before its MOT on the 3rd."
 def cars(embedded_store: Any, st_embedder: Any) -> Iterator[tuple[ChatRecall, ManualClock]]:
     clock = ManualClock(1_780_000_000.0)
     cr = ChatRecall(store=embedded_store, embedder=st_embedder, clock=clock)
-
-    def say(session: str, said: str, reply: str) -> None:
-        cr.add(said, user_id="c", session_id=session)
-        clock.advance(30)
-        cr.add(reply, user_id="c", session_id=session, role="assistant")
-        clock.advance(60)
-
     try:
-        say("s1", "Morning! Any ideas for a quick lunch I can take to work?", "Wraps, a grain salad or leftovers.")
-        say("s1", CORSA, "£650 is about right for a clutch. Worth asking if the flywheel is included.")
-        say("s1", "Thanks, I'll ask them.", "Good luck!")
-        clock.advance(3 * DAY)
-        say("s2", "What's a good podcast for a long drive?", "Try 'No Such Thing As A Fish'.")
-        say("s2", YARIS, "Front tyres before the MOT, noted. Check the tread on the rears while it's in.")
+        for session, said, reply in [
+            ("s1", "Morning! Any ideas for a quick lunch I can take to work?", "Wraps, a grain salad or leftovers."),
+            ("s1", CORSA, "£650 is about right for a clutch. Worth asking if the flywheel is included."),
+            ("s1", "Thanks, I'll ask them.", "Good luck!"),
+            ("s2", "What's a good podcast for a long drive?", "Try 'No Such Thing As A Fish'."),
+            ("s2", YARIS, "Front tyres before the MOT, noted. Check the tread on the rears while it's in."),
+        ]:
+            if session == "s2" and said.startswith("What's a good podcast"):
+                clock.advance(3 * DAY)
+            chat_turn(cr, clock, "c", session, said, reply, ask=False)
         clock.advance(4 * DAY)
-        question = "what needs doing on the car?"
-        cr.retrieve(question, user_id="c", session_id="s3")
-        say("s3", question, "The Corsa's clutch is slipping; the garage on Mill Road quoted £650 to replace it.")
+        # the question is asked (the session's state records what it got), then stored with its answer
+        chat_turn(cr, clock, "c", "s3", "what needs doing on the car?",
+                  "The Corsa's clutch is slipping; the garage on Mill Road quoted £650 to replace it.")
         yield cr, clock
     finally:
         cr.close()
