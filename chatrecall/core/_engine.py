@@ -1691,12 +1691,12 @@ class ChatRecall(_AsyncMixin):
         st, sid, reply = run.st, run.session_id, run.other_reply
         if st is None or sid is None or reply is None or st.corpus_last.get(sid, False):
             return run.answer_source
-        recent = {i.id for i in run.recent}
         with st.lock:
             idx = st.index
             at = idx.pos.get(reply.id)
             users = np.flatnonzero(idx.has_role(np.arange(len(idx)), "user")) if at is not None else np.empty(0, int)
-            users = users[[idx.records[int(p)].id not in recent for p in users]] if users.size else users
+            shown = np.asarray([idx.pos[i.id] for i in run.recent if i.id in idx.pos], dtype=np.int64)
+            users = users[~np.isin(users, shown)]  # vectorised: one user may hold 100K turns
             if at is None or not users.size:
                 return run.answer_source
             best = int(users[int(np.argmax(idx.embeddings[users] @ idx.embeddings[at]))])
