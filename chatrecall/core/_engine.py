@@ -107,6 +107,14 @@ _RESYNC_S = 1.0
 _log = logging.getLogger("chatrecall")
 
 
+@functools.lru_cache(maxsize=1024)
+def _word_pairs(text: str) -> frozenset[tuple[str, str]]:
+    """The pairs of words next to each other in ``text`` (index terms, stop words and numbers aside), cached: a
+    message is read once for every passage title it is compared with, and a title once for every message."""
+    words = [t for t in tokenize(text) if t.isalpha()]
+    return frozenset(zip(words, words[1:]))
+
+
 def _hash_id(*parts: str) -> str:
     h = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return h[:32]
@@ -2189,15 +2197,7 @@ class ChatRecall(_AsyncMixin):
         """Whether ``message`` names the passage's document: two words next to each other in its title (stop words
         and numbers aside) are next to each other in the message too ("my price list" for "2026 Price List", "my
         tenancy agreement" for "Tenancy Agreement - 14 Elm Road"; not "quote" alone for "Kitchen Quote")."""
-        title = item.title
-        if not title:
-            return False
-        words = [t for t in tokenize(title) if t.isalpha()]
-        pairs = set(zip(words, words[1:]))
-        if not pairs:
-            return False
-        said = [t for t in tokenize(message) if t.isalpha()]
-        return not pairs.isdisjoint(zip(said, said[1:]))
+        return bool(item.title) and not _word_pairs(item.title or "").isdisjoint(_word_pairs(message))
 
     @staticmethod
     def _title_terms(item: ScoredItem) -> set[str]:
