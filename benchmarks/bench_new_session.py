@@ -44,6 +44,11 @@ Five held-out sets, each written by a helper who saw no code, before the change 
   helper-163, -167, -168, -169): one earlier session, then a ``general`` question on the user's own topic (memories are
   noise) or a ``personal`` one (the gold turn should be given); scored as the statements. ``general_questions_docs.json``
   (G1s; 40, blind, helper-170): the same with documents, one answering each general question.
+* ``buried_facts/buried_facts.json`` (S1, stop 48; 40, blind, helper-171): earlier sessions, then a plain question in a
+  new session (the in-session format with no current turns). ``buried`` (20): the answer is one sentence of a long
+  user turn about other things, and short turns share the question's words; ``plain`` (12): the answer is a short
+  turn, long turns mention its words in passing; ``update`` (8): the value changed in a later session (5 of the 8
+  inside a long turn). Judged sentence vectors as the default.
 * ``benchmarks/data/statements_docs/statements_docs.json`` (ST2, 36, blind): 3-5 documents of the user's world, an
   earlier session (none in a few), then a ``plain`` statement (16: news that needs no document), an ``implied`` one
   (10: "My flight got cancelled this morning.", a document answers the need) or a ``question`` (10). Reported:
@@ -58,7 +63,7 @@ Usage::
         [--sets doc_drift statements memory_corrections in_session_updates in_session_updates2 in_session_updates3
         in_session_updates4 in_session_updates5 followups followups2 followups3 named_documents statements_docs
         memory_corrections2 general_questions general_questions2 general_questions3 general_questions4
-        general_questions_docs]
+        general_questions_docs buried_facts]
         [--out benchmarks/results/new_session]
 """
 
@@ -193,6 +198,7 @@ SETS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[str
                                   ("gold_first", "gold_injected", "first_fact_injected")) for n in ("", "2")},
     **{f"in_session_updates{n}": (f"in_session_updates/in_session_updates{n}.json", score_in_session, _IN_SESSION)
        for n in ("", "2", "3", "4", "5")},
+    "buried_facts": ("buried_facts/buried_facts.json", score_in_session, _IN_SESSION),
     "followups": ("followups/followups.json", score_memory_correction, ("gold_first", "gold_injected")),
     "followups2": ("followups/followups2.json", score_memory_correction, ("gold_first", "gold_injected")),
     "followups3": ("followups/followups3.json", score_memory_correction, ("gold_first", "gold_injected")),

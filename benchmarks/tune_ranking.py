@@ -19,6 +19,10 @@ Protocol (nothing is ever chosen on the data it is measured on):
 * every system is measured in the same run on the same folds: ``before``
   (the pre-CV constants and cues), the tuned ``auto`` and ``hybrid`` paths,
   ``dense_only`` and ``bm25_only`` (the harness baselines);
+* constants are chosen on the index with one vector per turn, and every system is measured on the index the
+  engine uses (sentence vectors by default since stop 48): searched on the sentence-vector index the fusion weights
+  move (keyword 0.25, graph 0.8), and so does the scale of the fused scores that the usefulness and strong-passage
+  thresholds were chosen on; nothing is chosen on a held-out fold either way;
 * the final constants are then chosen on all dev data and written into the
   ``ranking`` block of ``chatrecall/core/_tuned.py`` (their dev numbers are
   in-sample and labelled so).
@@ -87,6 +91,11 @@ BEFORE = RankParams(session_share=0.5, question_pass=0.0, assistant_answer_pass=
                     normalise_relevance=False, time_share=0.15,
                     hop_decay=0.5, specific_boost=0.15, auto=BEFORE_AUTO, extended_cues=False)
 HYBRID_AUTO = dict.fromkeys(QueryType, Strategy.HYBRID)
+#: Dense relevance only: no session support, question pass, time / answer-type fit or anchor boost.
+DENSE_PARAMS = RankParams(session_share=0.0, question_pass=0.0, assistant_answer_pass=0.0, keyword_scale="max",
+                          normalise_relevance=False, time_share=0.0, error_share=0.0, hop_decay=0.5,
+                          specific_boost=0.0,
+                          auto=dict.fromkeys(QueryType, Strategy.RELEVANCE), extended_cues=False)
 #: The constants shipped when this run starts (``_tuned``): the baseline a new choice must beat.
 CURRENT = (dict(_tuned.HYBRID_WEIGHTS), DEFAULT_PARAMS)
 
@@ -351,6 +360,9 @@ def systems_for(ev: Evaluator, cfg: Mapping[str, float], auto: Mapping[QueryType
         "auto": ev.run(w, pa, None),
         "hybrid": ev.run(w, p, Strategy.HYBRID),
         "dense_only": [metrics_of(q, q.baselines["dense_only"]) for q in qs],
+        # dense relevance alone through the same index: with sentence vectors, a turn's best sentence counts
+        # (the strongest dense baseline on the same inputs)
+        "dense_index": ev.run({"relevance": 1.0}, DENSE_PARAMS, Strategy.RELEVANCE),
         "bm25_only": [metrics_of(q, q.baselines["bm25_only"]) for q in qs],
     }
 
@@ -437,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite the ranking block of _tuned.py")
     ap.add_argument("--sentence-vectors", action=argparse.BooleanOptionalAction, default=None,
-                    help="rank with sentence vectors or without (default: RetrievalConfig's default, off); the "
+                    help="rank with sentence vectors or without (default: RetrievalConfig's default, on); the "
                          "other way than the default implies --no-write: the shipped constants are the default's")
     args = ap.parse_args(argv)
     default_sv = RetrievalConfig().sentence_vectors
@@ -451,17 +463,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[{time.perf_counter() - t0:6.0f}s] {msg}", file=sys.stderr, flush=True)
 
     emb = CachingEmbedder(real_embedder(), disk_dir=embed_cache_dir())
-    queries, hays = load(args.data, emb, log, sentence_vectors=args.sentence_vectors)
-    ev = Evaluator(queries, hays)
+    # Constants are chosen on the index with one vector per turn (stop 48): searched with sentence vectors, the
+    # fusion weights move (keyword 0.25, graph 0.8), and with them the scale of the fused scores that the
+    # usefulness and strong-passage thresholds were chosen on. Every system is measured on the engine's index.
+    queries, hays = load(args.data, emb, log, sentence_vectors=False)
+    choose = Evaluator(queries, hays)
+    if args.sentence_vectors:
+        mq, mh = load(args.data, emb, log, sentence_vectors=True)
+        ev = Evaluator(mq, mh)
+    else:
+        ev = choose
     folds = []
     for f in range(FOLDS):
         held = [i for i, q in enumerate(queries) if q.fold == f]
         tune = [i for i, q in enumerate(queries) if q.fold != f]
         log(f"fold {f}: tune on {len(tune)} queries, hold out {len(held)}")
         # the same stability rule as the final constants, nested: the tune part's own folds must agree
-        cfg, searched_f, _ = stable_choice(ev, [[i for i in tune if queries[i].fold == g] for g in range(FOLDS)
-                                                if g != f], log)
-        auto, boost = choose_auto(ev, cfg, tune)
+        cfg, searched_f, _ = stable_choice(choose, [[i for i in tune if queries[i].fold == g] for g in range(FOLDS)
+                                                    if g != f], log)
+        auto, boost = choose_auto(choose, cfg, tune)
         systems = systems_for(ev, cfg, auto, boost)
         folds.append({
             "fold": f,
@@ -488,10 +508,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Stability rule: a knob leaves its prior (pre-CV) value only if the search on every fold's tune part moved it
     # too; knobs the folds disagree on are noise at this data size and keep the prior. Each fold above chose its
     # constants by the same rule over its own tune part, so the cross-validated numbers measure this procedure.
-    final_cfg, searched, _ = stable_choice(ev, [[i for i, q in enumerate(queries) if q.fold == g]
-                                                for g in range(FOLDS)], log)
+    final_cfg, searched, _ = stable_choice(choose, [[i for i, q in enumerate(queries) if q.fold == g]
+                                                    for g in range(FOLDS)], log)
     log(f"final (stable knobs only): {final_cfg}")
-    final_auto, final_boost = choose_auto(ev, final_cfg, everything)
+    final_auto, final_boost = choose_auto(choose, final_cfg, everything)
     final_sys = systems_for(ev, final_cfg, final_auto, final_boost)
     in_sample = {n: summary(queries, per_q, everything) for n, per_q in final_sys.items()}
     # The final constants on each held-out fold too. They were fixed using all folds (the stability rule reads the
@@ -506,7 +526,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     result: dict[str, Any] = {
         "benchmark": "cv_ranking",
-        "protocol": (f"{FOLDS}-fold CV: LoCoMo conversations (2 per fold) paired with LongMemEval-S questions "
+        "protocol": (f"{FOLDS}-fold CV (constants chosen on one vector per turn; systems measured "
+                     f"{'with' if args.sentence_vectors else 'without'} sentence vectors): LoCoMo conversations (2 per fold) paired with LongMemEval-S questions "
                      "(16 per fold, stratified by type); the dev chat scenarios (a third per fold) measured, not tuned on. Constants chosen on the tune folds only (coordinate search "
                      f"over {list(GRID)}, a knob kept only where the searches on each of the tune part's own folds moved it too, "
                      "then the auto path's per-type strategy and anchor boost); measured on the "
@@ -525,7 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "per_fold_not_clean": final_by_fold,
                   "note": "IN-SAMPLE: chosen and measured on the same dev data; report cv_mean instead."},
         "lme_with_assistant_turns": with_replies,
-        "evaluations": ev.runs,
+        "evaluations": choose.runs + (ev.runs if ev is not choose else 0),
         "seconds": round(time.perf_counter() - t0, 1),
         "machine": machine_info(),
     }

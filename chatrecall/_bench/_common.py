@@ -808,8 +808,8 @@ class IndexedHaystack:
 
     def __init__(self, embedder: Embedder, keys: Sequence[str], texts: Sequence[str],
                  meta: Sequence[Mapping[str, Any]], *, extractor: Any = None,
-                 sentence_vectors: bool = False) -> None:
-        from chatrecall.core import RegexEntityExtractor, UserIndex
+                 sentence_vectors: bool | None = None) -> None:
+        from chatrecall.core import RegexEntityExtractor, RetrievalConfig, UserIndex
         from chatrecall.core._engine import _hash_id
         from chatrecall.core._types import Record
 
@@ -833,6 +833,8 @@ class IndexedHaystack:
                                   timestamp=float(m["timestamp"]), seq=s, entities=ents))
             rows.append(i)
         vecs = embedder.embed_documents([texts[i] for i in rows])
+        if sentence_vectors is None:  # as the engine: RetrievalConfig's default
+            sentence_vectors = RetrievalConfig().sentence_vectors
         parts = _part_vectors(embedder, [texts[i] for i in rows], [r.role for r in records]) \
             if sentence_vectors else None
         self.index.add(records, vecs, parts)

@@ -189,12 +189,10 @@ class RetrievalConfig:
             inside a long turn about something else is found ("We've got a
             ginger cat called Biscuit" inside a five-sentence introduction, for
             "what's my cat called?"). Turns stored before keep one vector; a
-            chatbot's replies get none. Off by default: cross-validated it
-            raised LongMemEval turn recall_all@10 0.875 -> 0.896 and session
-            recall_all@5 0.958 -> 0.979 (LoCoMo R@10 0.793 -> 0.796), but the
-            keyword weight the tuning script then chooses (0.25) drops "what's
-            my cat called?" out of the first three memories
-            (docs/benchmarks.md, "Sentence vectors").
+            chatbot's replies get none. On by default since stop 48
+            (cross-validated figures in docs/benchmarks.md, "Sentence vectors");
+            ``False`` stores one vector per turn (less metadata, one embedding
+            per turn at write).
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
@@ -219,7 +217,7 @@ class RetrievalConfig:
     corpus_probe: bool = True
     passage_floor: float = 0.0
     passage_share: float = 0.0
-    sentence_vectors: bool = False
+    sentence_vectors: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))
