@@ -1998,10 +1998,14 @@ class ChatRecall(_AsyncMixin):
                 run.notes.append("no memory outside the recent window: the documents tried")
             return
         run.memory_items = items
-        probe = self.retrieval_config.corpus_probe
+        # a statement asks the documents nothing ("so she's Noodle now": a contract matched through its memories)
+        asks = asks_or_requests(run.message.lower())
+        probe = self.retrieval_config.corpus_probe and asks
         gap = form is not None and not self._answers_form(form, items, gate, run.query)
         if not (probe or gap) or run.store_down or self._no_documents():
-            run.notes.append(f"memory useful ({useful}): corpus skipped")
+            run.notes.append(f"memory useful ({useful}): corpus skipped"
+                             + ("" if asks or not self.retrieval_config.corpus_probe else
+                                " (a statement asks the documents nothing)"))
             self.metrics.incr("searches_skipped.memory_useful")
             return
         run.corpus_probe = True
