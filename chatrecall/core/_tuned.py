@@ -14,22 +14,22 @@ from __future__ import annotations
 # Final constants chosen on ALL dev data (LoCoMo locomo_dev.json 6 conversations + LongMemEval-S dev60, 48 scored
 # questions) by coordinate search; their dev numbers are in-sample. Cross-validated (3-fold) numbers of the same
 # procedure: benchmarks/results/cv_ranking.md.
-#: Hybrid fusion weights: keyword and graph from tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample); relevance fixed at 0.5 (the scale),
+#: Hybrid fusion weights: keyword and graph from tune_ranking.py 2026-11-29, chosen on ALL dev data (in-sample); relevance fixed at 0.5 (the scale),
 #: recency and entity fixed by hand at a token weight (pre-CV code), never tuned.
 HYBRID_WEIGHTS = {"recency": 0.02, "relevance": 0.5, "keyword": 0.15, "entity": 0.02, "graph": 0.49}
-#: Share of the graph component taken by session support (the rest: conversation neighbours); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
+#: Share of the graph component taken by session support (the rest: conversation neighbours); tune_ranking.py 2026-11-29, chosen on ALL dev data (in-sample).
 SESSION_SHARE = 0.5
-#: Share of its own score a turn that asks something hands to the next turn when another person answers (a chatbot's own question hands nothing); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
+#: Share of its own score a turn that asks something hands to the next turn when another person answers (a chatbot's own question hands nothing); tune_ranking.py 2026-11-29, chosen on ALL dev data (in-sample).
 QUESTION_PASS = 0.25
-#: Per-query stretch of dense relevance over the dense candidates (1) or raw cosine (0); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
+#: Per-query stretch of dense relevance over the dense candidates (1) or raw cosine (0); tune_ranking.py 2026-11-29, chosen on ALL dev data (in-sample).
 NORMALISE_RELEVANCE = 0
-#: BM25 scaled per query by the best turn ("max") or by a turn holding every query term once ("ideal"); tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
+#: BM25 scaled per query by the best turn ("max") or by a turn holding every query term once ("ideal"); tune_ranking.py 2026-11-29, chosen on ALL dev data (in-sample).
 KEYWORD_SCALE = "max"
 #: Time / answer-type fit weight, as a share of relevance + keyword, when a query has such a cue (by hand, pre-CV).
 TIME_SHARE = 0.15
 #: Decay of a neighbour's support per hop beyond the first (by hand, pre-CV code; not tuned).
 HOP_DECAY = 0.5
-#: Keyword weight added for queries with exact anchors (identifiers, paths, errors) on the auto path; tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
+#: Keyword weight added for queries with exact anchors (identifiers, paths, errors) on the auto path; tune_ranking.py 2026-11-29, chosen on ALL dev data (in-sample).
 SPECIFIC_KEYWORD_BOOST = 0.0
 #: Okapi BM25 term-frequency saturation and length normalisation (textbook defaults, not tuned).
 BM25_K1 = 1.2
@@ -44,7 +44,7 @@ PRESETS = {
     "graph": {"relevance": 0.5, "graph": 0.3, "keyword": 0.2},
 }
 #: Strategy of the automatic path per query type: a type leaves hybrid only where its preset beat hybrid on the
-#: tuning data; tune_ranking.py 2026-11-26, chosen on ALL dev data (in-sample).
+#: tuning data; tune_ranking.py 2026-11-29, chosen on ALL dev data (in-sample).
 AUTO_STRATEGY = {"recent": "hybrid", "specific": "hybrid", "entity": "hybrid", "exploratory": "hybrid", "hybrid": "hybrid"}
 # END ranking
 
