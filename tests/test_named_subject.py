@@ -92,4 +92,8 @@ def test_a_memory_turn_keeps_the_document_its_message_names(said_bathroom: chatr
     texts = [i.text for i in res.items if i.source == "corpus"]
     assert any(t.startswith("Bathroom refit quote") for t in texts), res.explain()
     assert not any(t.startswith("Quote for a full rewire") for t in texts), res.explain()
-    assert any("its title names 'bathroom'" in n for n in res.notes), res.notes
+    # kept by the title rule, unless the passage is strong on its own (0.423 against the 0.4 bar on one machine's
+    # query vectors, under it on another's): either way the document the message names reaches the prompt
+    bathroom = next(i for i in res.items if i.text.startswith("Bathroom refit quote"))
+    assert any("its title names 'bathroom'" in n for n in res.notes) \
+        or bathroom.score >= cr.retrieval_config.strong_corpus_score, res.notes

@@ -63,6 +63,8 @@ from typing import Any
 
 import numpy as np
 
+from chatrecall.core import RetrievalConfig
+
 from ._common import (
     CachingEmbedder,
     FeedEmbedder,
@@ -289,6 +291,12 @@ def _cold_run(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     return out
 
 
+#: The stores of each size are filled with vectors fed ahead of time (:class:`FeedEmbedder`), one per turn: the
+#: sentence vectors the engine stores by default would need the model on every sentence of 100K turns. Their cost at
+#: write shows in the ingest figures (the default engine); at query, docs/benchmarks.md ("SV1").
+FILL_RETRIEVAL = RetrievalConfig(sentence_vectors=False)
+
+
 # ---------------------------------------------------------------- stores of one size
 def _blocks(n_from: int, n_to: int, n_real: int, block: int = 2000) -> Iterator[tuple[int, int, np.ndarray]]:
     """(copy, first position, source indices) of the memories n_from..n_to, never crossing a copy boundary."""
@@ -358,6 +366,7 @@ def _open_cr(path: Path, feed: Any, **kw: Any) -> Any:
     from chatrecall.core import ChatRecall
 
     kw.setdefault("vector_index", default_vector_index())  # what connect() gives users
+    kw.setdefault("retrieval", FILL_RETRIEVAL)
     eng = ChatRecall(store=ChromaStore(path=path), embedder=feed, sync_interval_s=1e12, **kw)
     eng._snapshots.min_records = 0  # every size gets its snapshot (the engine's default skips users under 1000)
     return eng
@@ -613,7 +622,7 @@ def run_speed(
                 prev = sized
             else:
                 if mem_eng is None:
-                    mem_eng = _engine(feed, store, tmp / "scale", sync_interval_s=1e12)
+                    mem_eng = _engine(feed, store, tmp / "scale", sync_interval_s=1e12, retrieval=FILL_RETRIEVAL)
                     mem_lc = Chroma(collection_name="scale", embedding_function=lc_embeddings(feed), client=client)
                 task = prog.add_task(f"{label}: store {n} memories", total=n - loaded)
                 _fill(mem_eng, mem_lc, feed, real_vecs, texts, loaded, n, functools.partial(prog.advance, task))
@@ -728,7 +737,7 @@ def _server_mode(eng: Any, feed: FeedEmbedder, real_vecs: np.ndarray, texts: Seq
     srv = _Server(path)
     try:
         s_store = ChromaStore(url=srv.url, namespace="speed", timeout_s=30.0, snapshots=False)
-        s_eng = ChatRecall(store=s_store, embedder=feed, sync_interval_s=1e12)
+        s_eng = ChatRecall(store=s_store, embedder=feed, sync_interval_s=1e12, retrieval=FILL_RETRIEVAL)
         t0 = time.perf_counter()
         _fill(s_eng, None, feed, real_vecs, texts, 0, n, lambda k: None)
         fill_s = time.perf_counter() - t0
