@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What sentence vectors (``RetrievalConfig.sentence_vectors``, the default since stop 48) cost: at write and at query.
+"""What sentence vectors (``RetrievalConfig(sentence_vectors=True)``, opt-in) cost: at write and at query.
 
 * **Write:** the speed benchmark's real turns (LoCoMo, then LongMemEval user turns), stored through
   ``ChatRecall.add_many`` with the real model, with and without sentence vectors; the two engines alternate per
@@ -9,7 +9,7 @@
   unit vectors (the time does not depend on their values), with and without the sentence vectors, interleaved.
 
 Nothing is chosen here. ``chatrecall bench speed`` fills its stores with vectors fed ahead of time, one per turn, so
-its retrieve figures do not hold this cost.
+its retrieve figures never hold this cost.
 
 Usage::
 

@@ -89,13 +89,11 @@ def _tokens(texts: list[str]) -> int:
 def test_recall_counts_evidence_in_the_recent_window_and_not_outside(tmp_path: Path) -> None:
     # The question's evidence: D2:3 (in the last session's recent window) and D1:2 (outside it, sharing no
     # word with the question); the decoy D1:3 repeats the question, so it is every ranker's top 1.
-    # One vector per turn: with sentence vectors the decoy's first sentence IS the question (cosine 1), so the
-    # ranker takes it for the question asked again and ranks what follows it first instead.
     path = _locomo_file(tmp_path)
     last = run_replay(path, embedder=HashEmbedder(), store="memory", ask_in="last", max_questions=1, chitchat=2,
-                      details=True, sentence_vectors=False)
+                      details=True)
     new = run_replay(path, embedder=HashEmbedder(), store="memory", ask_in="new", max_questions=1, chitchat=2,
-                     details=True, sentence_vectors=False)
+                     details=True)
     for res in (last, new):
         assert res["format"] == "locomo" and res["dataset"]["questions"] == 1
         assert res["dataset"]["turns_fed"] == 7 and res["dataset"]["records_stored"] == 7

@@ -1,6 +1,6 @@
-"""``RetrievalConfig(sentence_vectors=True)``, the default since stop 48 (S1): a fact inside a long turn about something
-else is found by its own sentence (criteria C47 / C47b / C49, stop 38, opt-in until S1; docs/benchmarks.md "Sentence
-vectors").
+"""Opt-in ``RetrievalConfig(sentence_vectors=True)``: a fact inside a long turn about something else is found by its
+own sentence (criteria C47 / C47b / C49, stop 38; off by default: as the default it failed its criterion, see
+docs/benchmarks.md "Sentence vectors").
 
 A stored user turn of two or more sentences also gets a vector per sentence; its dense relevance is the best of its
 own and its sentences'. A chatbot's reply gets none (C47b: with them, replies' sentences crowded the user's facts out
@@ -87,15 +87,9 @@ def test_records_from_the_store_bring_their_sentences_and_lose_the_key() -> None
     assert idx.dense(_unit(0, 0, 1))[0] == pytest.approx(1.0, abs=1e-3)
 
 
-def test_on_by_default_and_off_stores_nothing() -> None:
-    assert RetrievalConfig().sentence_vectors is True
+def test_off_by_default_nothing_is_stored() -> None:
     store = InMemoryStore()
     cr = ChatRecall(store=store, embedder=HashEmbedder())
-    rid = cr.add(INTRO, user_id="maya", session_id="s1")
-    assert PARTS_KEY in store.get("memories", ids=[rid]).records[0].metadata
-    cr.close()
-    store = InMemoryStore()
-    cr = ChatRecall(store=store, embedder=HashEmbedder(), retrieval=RetrievalConfig(sentence_vectors=False))
     rid = cr.add(INTRO, user_id="maya", session_id="s1")
     assert PARTS_KEY not in store.get("memories", ids=[rid]).records[0].metadata
     idx = cr._state("maya").index
@@ -123,8 +117,7 @@ def test_engine_stores_hides_reloads_and_snapshots_the_sentences(tmp_path: Path)
     with pytest.raises(InvalidInputError, match="reserved"):
         cr.add("x", user_id="maya", session_id="s1", metadata={PARTS_KEY: "x"})
     cr.close()
-    # a new process with the flag off: the stored vectors still count
-    cr2 = ChatRecall(store=store, embedder=HashEmbedder(), retrieval=RetrievalConfig(sentence_vectors=False))
+    cr2 = ChatRecall(store=store, embedder=HashEmbedder())  # a new process (flag off): the stored vectors still count
     cr2.search("cat", user_id="maya")
     idx = cr2._state("maya").index
     np.testing.assert_allclose(idx.parts_of(idx.pos[rid]), parts)
@@ -162,7 +155,7 @@ SESSIONS = [
     ]),
 ]
 
-chat = replay_fixture("sentences", USER, T0, [], SESSIONS)  # the default engine
+chat = replay_fixture("sentences", USER, T0, [], SESSIONS, retrieval=ON)
 
 
 def test_the_cat_named_in_an_introduction_is_recalled(chat: dict[str, Any]) -> None:
@@ -184,8 +177,7 @@ def test_a_new_process_on_the_same_chroma_still_finds_it(tmp_path: Path, st_embe
                               "Our neighbour's dog barks at every cat.", INTRO]):
         cr.add(text, user_id=USER, session_id="s1", timestamp=T0 + i)
     cr.close()
-    cr2 = ChatRecall(store=ChromaStore(path=path, snapshots=False), embedder=st_embedder,
-                     retrieval=RetrievalConfig(sentence_vectors=False))  # the stored vectors count with the flag off
+    cr2 = ChatRecall(store=ChromaStore(path=path, snapshots=False), embedder=st_embedder)
     try:
         top = cr2.search("what's my cat called?", user_id=USER, k=2)
         assert any("called Biscuit" in i.text for i in top), [i.text[:40] for i in top]

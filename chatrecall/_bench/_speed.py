@@ -291,9 +291,9 @@ def _cold_run(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     return out
 
 
-#: The stores of each size are filled with vectors fed ahead of time (:class:`FeedEmbedder`), one per turn: the
-#: sentence vectors the engine stores by default would need the model on every sentence of 100K turns. Their cost at
-#: write shows in the ingest figures (the default engine); at query, docs/benchmarks.md ("SV1").
+#: The stores of each size are filled with vectors fed ahead of time (:class:`FeedEmbedder`), one per turn, whatever
+#: ``RetrievalConfig.sentence_vectors`` defaults to: sentence vectors would need the model on every sentence of 100K
+#: turns. What they cost: ``benchmarks/bench_sentence_vectors.py``.
 FILL_RETRIEVAL = RetrievalConfig(sentence_vectors=False)
 
 

@@ -189,10 +189,13 @@ class RetrievalConfig:
             inside a long turn about something else is found ("We've got a
             ginger cat called Biscuit" inside a five-sentence introduction, for
             "what's my cat called?"). Turns stored before keep one vector; a
-            chatbot's replies get none. On by default since stop 48
-            (cross-validated figures in docs/benchmarks.md, "Sentence vectors");
-            ``False`` stores one vector per turn (less metadata, one embedding
-            per turn at write).
+            chatbot's replies get none. Off by default. Measured as the default
+            in stop 48: cross-validated LongMemEval turn recall_all@10 0.875 ->
+            0.917 and a blind set of facts inside long messages 5 -> 13 of 20,
+            but it raises fused scores, and one guarantee test then crossed
+            ``useful_score`` ("How do I roll back a deploy?" took a memory at
+            0.406); the dense scan costs about 3.5x at 8,192 turns
+            (docs/benchmarks.md, "SV1").
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
@@ -217,7 +220,7 @@ class RetrievalConfig:
     corpus_probe: bool = True
     passage_floor: float = 0.0
     passage_share: float = 0.0
-    sentence_vectors: bool = True
+    sentence_vectors: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))
