@@ -1975,7 +1975,8 @@ class ChatRecall(_AsyncMixin):
         the corpus has nothing. A hit that passes is kept; the documents are
         searched too when it lacks the answer form the message asks for (a clock
         time, opening hours, a price, a day: ``run.form_gap``; passages that state it kept) and,
-        with ``RetrievalConfig.corpus_probe``, always (strong passages kept).
+        with ``RetrievalConfig.corpus_probe``, whenever the message asks or requests something (strong passages
+        kept; a statement asks the documents nothing).
         """
         cfg = self.retrieval_config
         if run.store_down and run.st is None:
