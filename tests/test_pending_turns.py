@@ -302,3 +302,20 @@ def test_history_and_pins_come_from_the_cache_only_when_asked_and_cached(make: M
             cr.pins("u1", cached_if_unavailable=bad)  # type: ignore[arg-type]
     store.down = False
     assert [r.text for r in cr.history("u1", "s1")] == texts  # the kept turns, with what the store returns
+
+
+def test_a_server_back_within_the_resync_window_is_not_reported_degraded(make: Make, clock: ManualClock) -> None:
+    # A server store (shared): the freshness probe runs at most once a second per user, so a turn right after a
+    # quick restart skips it. Writing the waiting turns proves the store is back; the turn must not be marked
+    # degraded by the failure before it (a killed and restarted `chroma run`, tests/test_server_outage_chat.py).
+    store, cr = make(shared=True)
+    _turn(cr, clock, "My oven is a Rational iCombi.", "Noted: a Rational iCombi.")
+    cr.retrieve("what oven do we have?", user_id="u1", session_id="s1")
+    store.down = True
+    _turn(cr, clock, "The walk-in fridge is a Foster FSL400.", "Foster FSL400, noted.")
+    res = cr.retrieve("which fridge do we have?", user_id="u1", session_id="s1")
+    assert res.degraded, res.notes
+    store.down = False
+    res = cr.retrieve("which fridge do we have?", user_id="u1", session_id="s1")
+    assert any("2 turns" in n and "written" in n for n in res.notes), res.notes
+    assert not res.degraded, res.notes

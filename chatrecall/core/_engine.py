@@ -1831,6 +1831,9 @@ class ChatRecall(_AsyncMixin):
             return
         if wrote:
             run.notes.append(f"{wrote} turns kept in this process while the store was unavailable written now")
+            # the store took them: it is reachable again (the freshness probe, skipped within _RESYNC_S of the
+            # last resync, may not run on this turn to say so; a quick restart left the turn marked degraded)
+            st.degraded = None
 
     def _plan_route(self, run: _Run, gate: GateDecision, forced: Route | None) -> _Plan:
         """Decide the route once: every routing rule lives here.
