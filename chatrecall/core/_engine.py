@@ -2003,13 +2003,12 @@ class ChatRecall(_AsyncMixin):
             return
         run.memory_items = items
         # a statement asks the documents nothing ("so she's Noodle now": a contract matched through its memories)
-        asks = asks_or_requests(run.message.lower())
-        probe = self.retrieval_config.corpus_probe and asks
+        statement = cfg.corpus_probe and not asks_or_requests(run.message.lower())
+        probe = cfg.corpus_probe and not statement
         gap = form is not None and not self._answers_form(form, items, gate, run.query)
         if not (probe or gap) or run.store_down or self._no_documents():
-            run.notes.append(f"memory useful ({useful}): corpus skipped"
-                             + ("" if asks or not self.retrieval_config.corpus_probe else
-                                " (a statement asks the documents nothing)"))
+            why = " (a statement asks the documents nothing)" if statement else ""
+            run.notes.append(f"memory useful ({useful}): corpus skipped{why}")
             self.metrics.incr("searches_skipped.memory_useful")
             return
         run.corpus_probe = True
