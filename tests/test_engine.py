@@ -851,3 +851,13 @@ def test_a_search_no_pattern_chose_says_which_words_did() -> None:
                                                                           user_id="u", session_id="s2").notes)
     assert not any(n.startswith("no pattern fired") for n in cr.retrieve("lol", user_id="u", session_id="s2").notes)
     cr.close()
+
+
+def test_forgetting_a_user_with_nothing_stored_says_what_to_do() -> None:
+    from chatrecall import NotFoundError
+    from chatrecall.testing import fake_engine
+
+    cr = fake_engine()
+    with pytest.raises(NotFoundError, match="nothing stored for user 'new'.*catch chatrecall.NotFoundError"):
+        cr.forget(user_id="new")
+    cr.close()

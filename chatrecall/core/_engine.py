@@ -1037,6 +1037,8 @@ class ChatRecall(_AsyncMixin):
         if mem == 0 and pins == 0 and docs == 0:
             raise NotFoundError(
                 f"nothing stored for user {user_id!r}" + (f" in session {session_id!r}" if session_id else "")
+                + ": nothing to forget (to start a user afresh whether or not they are new, catch "
+                "chatrecall.NotFoundError)"
             )
         self.metrics.incr("forgets")
         return ForgetReport(user_id=user_id, session_id=session_id, memories=mem, pins=pins)
