@@ -34,6 +34,8 @@ WORDS = (
     "ECONNREFUSED", "in", "config.yaml", "parse_notes()", "Marie", "visits", "Lyon", "deploy", "with", "Helm",
     "TriBridConfig", "is", "slow", "v2.3.1", "ticket", "#4821",
 )
+#: Rows per user that the vector index may leave unreachable (see check_consistency).
+ANN_SLACK = 2
 MAX_LIFETIME_S = 120.0  # the parent kills us long before; never outlive a crashed parent
 
 
@@ -149,6 +151,19 @@ class Acked:
                 self.maybe_gone |= {i for i, (u, s) in table.items() if u == user and s == session}
 
 
+def _not_found_by_own_vector(store: Any, user: str, ids: set[str]) -> set[str]:
+    """The ids among ``ids`` that a query by their own stored vector (among the user's rows) does not return."""
+    from chatrecall.core._types import COLLECTION_MEMORIES
+
+    if not ids:
+        return set()
+    batch = store.get(COLLECTION_MEMORIES, ids=sorted(ids), include_embeddings=True)
+    assert batch.embeddings is not None
+    found = {rec.id for rec, emb in zip(batch.records, batch.embeddings)
+             if rec.id in {h.record.id for h in store.query(COLLECTION_MEMORIES, emb, 5, {"user_id": user})}}
+    return ids - found
+
+
 def check_consistency(store: Any, acked: Acked, engine_factory: Any) -> dict[str, int]:
     """Assert the reopened store is consistent and holds every acknowledged write.
 
@@ -209,7 +224,14 @@ def check_consistency(store: Any, acked: Acked, engine_factory: Any) -> dict[str
             if mine:
                 q = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
                 hits = store.query(COLLECTION_MEMORIES, q, len(mine), {"user_id": user})
-                assert {h.record.id for h in hits} == set(mine), f"{user}: vector index misses records"
+                missed = set(mine) - {h.record.id for h in hits}
+                unfound = _not_found_by_own_vector(store, user, missed)
+                # HNSW is approximate: a query for all of a user's rows may pass over a few rows that a query by
+                # their own vector finds, and a graph may leave a node or two unreachable. A log that the index
+                # did not replay after the kill misses the whole tail of the writes, far more than this.
+                assert len(unfound) <= ANN_SLACK, (
+                    f"{user}: vector index misses records: {len(missed)} of {len(mine)} not returned, "
+                    f"{len(unfound)} of them not found by their own vector either, e.g. {sorted(unfound)[:3]}")
         # and the reopened store takes writes and answers reads
         rid = cr.add("after the crash we still use Postgres", user_id=USERS[0], session_id="after")
         res = cr.retrieve("what did we say about Postgres?", user_id=USERS[0], route="memory", k=50)
