@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""What sentence vectors (``RetrievalConfig(sentence_vectors=True)``, opt-in) cost: at write and at query.
+"""What sentence vectors (``RetrievalConfig(sentence_vectors=True)``, the default since stop 49) cost: at write
+and at query.
 
 * **Write:** the speed benchmark's real turns (LoCoMo, then LongMemEval user turns), stored through
   ``ChatRecall.add_many`` with the real model, with and without sentence vectors; the two engines alternate per

@@ -20,7 +20,7 @@ Protocol (nothing is ever chosen on the data it is measured on):
   (the pre-CV constants and cues), the tuned ``auto`` and ``hybrid`` paths,
   ``dense_only`` and ``bm25_only`` (the harness baselines);
 * constants are chosen on the index with one vector per turn, and every system is measured on the index asked for
-  (``--sentence-vectors``: the opt-in ``RetrievalConfig(sentence_vectors=True)``): searched on the sentence-vector
+  (``--sentence-vectors`` / ``--no-sentence-vectors``; default: ``RetrievalConfig``'s, on since stop 49): searched on the sentence-vector
   index the fusion weights move (keyword 0.25, graph 0.8; stop 48), and so does the scale of the fused scores that
   the usefulness and strong-passage thresholds were chosen on; nothing is chosen on a held-out fold either way;
 * the final constants are then chosen on all dev data and written into the
@@ -449,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true", help="do not rewrite the ranking block of _tuned.py")
     ap.add_argument("--sentence-vectors", action=argparse.BooleanOptionalAction, default=None,
-                    help="rank with sentence vectors or without (default: RetrievalConfig's default, off); the "
+                    help="rank with sentence vectors or without (default: RetrievalConfig's default, on); the "
                          "other way than the default implies --no-write: the shipped constants are the default's")
     args = ap.parse_args(argv)
     default_sv = RetrievalConfig().sentence_vectors

@@ -886,7 +886,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ask each question in a new session (default) or in the last fed session")
     s.add_argument("--assistant-turns", action="store_true", help="LongMemEval: store assistant turns too")
     s.add_argument("--sentence-vectors", action=argparse.BooleanOptionalAction, default=None,
-                   help="chatrecall with sentence vectors or without (default: RetrievalConfig's default, off)")
+                   help="chatrecall with sentence vectors or without (default: RetrievalConfig's default, on)")
     b.set_defaults(func=cmd_bench)
     _finish(p)  # keep last: global options and help texts for every subcommand
     return p

@@ -87,9 +87,10 @@ def test_records_from_the_store_bring_their_sentences_and_lose_the_key() -> None
     assert idx.dense(_unit(0, 0, 1))[0] == pytest.approx(1.0, abs=1e-3)
 
 
-def test_off_by_default_nothing_is_stored() -> None:
+def test_on_by_default_and_off_nothing_is_stored() -> None:
+    assert RetrievalConfig().sentence_vectors is True  # since stop 49 (docs/benchmarks.md, "S1f")
     store = InMemoryStore()
-    cr = ChatRecall(store=store, embedder=HashEmbedder())
+    cr = ChatRecall(store=store, embedder=HashEmbedder(), retrieval=RetrievalConfig(sentence_vectors=False))
     rid = cr.add(INTRO, user_id="maya", session_id="s1")
     assert PARTS_KEY not in store.get("memories", ids=[rid]).records[0].metadata
     idx = cr._state("maya").index

@@ -189,13 +189,14 @@ class RetrievalConfig:
             inside a long turn about something else is found ("We've got a
             ginger cat called Biscuit" inside a five-sentence introduction, for
             "what's my cat called?"). Turns stored before keep one vector; a
-            chatbot's replies get none. Off by default. Measured as the default
-            in stop 48: cross-validated LongMemEval turn recall_all@10 0.875 ->
-            0.917 and a blind set of facts inside long messages 5 -> 13 of 20,
-            but it raises fused scores, and one guarantee test then crossed
-            ``useful_score`` ("How do I roll back a deploy?" took a memory at
-            0.406); the dense scan costs about 3.5x at 8,192 turns
-            (docs/benchmarks.md, "SV1").
+            chatbot's replies get none. On by default since stop 49:
+            cross-validated LongMemEval turn recall_all@10 0.875 -> 0.917 and
+            a blind set of facts inside long messages 5 -> 13 of 20
+            (docs/benchmarks.md, "SV1", "S1f"). The usefulness check reads a
+            memory's score without what its sentence added
+            (``ScoredItem.sentence_lift``). It costs about 1.7x the write time
+            and 3.5x the dense scan at 8,192 turns; ``False`` keeps one vector
+            per turn.
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
@@ -220,7 +221,7 @@ class RetrievalConfig:
     corpus_probe: bool = True
     passage_floor: float = 0.0
     passage_share: float = 0.0
-    sentence_vectors: bool = False
+    sentence_vectors: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weights("weights", self.weights))

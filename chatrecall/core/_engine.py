@@ -1224,7 +1224,7 @@ class ChatRecall(_AsyncMixin):
             columns = {c: v.tolist() for c, v in r.components.items()}
             scores, hops = r.scores.tolist(), r.hops.tolist()
             support, since, lifted = r.support.tolist(), r.since_answer.tolist(), r.lifted.tolist()
-            outranked = r.outranked.tolist()
+            outranked, sent_lift = r.outranked.tolist(), r.sentence_lift.tolist()
             for rank, p in enumerate(r.positions.tolist()):
                 rec = idx.records[p]
                 comps = {c: col[rank] for c, col in columns.items()}
@@ -1243,12 +1243,15 @@ class ChatRecall(_AsyncMixin):
                     comps = {("time" if c == "recency" else c): v for c, v in comps.items()}
                     if comps["time"] > 0:
                         why += "; time match" if not r.time_cue.asks_error or idx.has_time[p] else "; shows an error"
+                if sent_lift[rank] >= 0.005:
+                    why += f"; one of its sentences matches better than the whole turn (+{sent_lift[rank]:.2f})"
                 if rank >= k:
                     why = f"rank {rank + 1} > k={k}; {why}"
                 score = scores[rank]
                 item = ScoredItem(id=rec.id, text=rec.text, source="memory", score=score,
                                   components=comps, tokens=idx.token_count(p, self.token_counter.count),
-                                  tier=tier_of(score, self.budget_config), why=why, record=rec)
+                                  tier=tier_of(score, self.budget_config), why=why, record=rec,
+                                  sentence_lift=sent_lift[rank])
                 (items if rank < k else rejected).append(item)
         return _Search(tuple(items), tuple(rejected), r.strategy, r.query_type, int(echo.size))
 
@@ -1394,8 +1397,9 @@ class ChatRecall(_AsyncMixin):
         if not items:
             return None
         best = items[0]
-        if best.score >= self.retrieval_config.useful_score and self._about_message(best, gate, query):
-            return f"score {best.score:.2f} >= {self.retrieval_config.useful_score}"
+        own = best.score - best.sentence_lift  # the threshold was chosen on whole turns' scores
+        if own >= self.retrieval_config.useful_score and self._about_message(best, gate, query):
+            return f"score {own:.2f} >= {self.retrieval_config.useful_score}"
         anchors = {e.key for e in entities if e.kind in _ANCHOR_KINDS}
         for it in items:
             hit = anchors & set(it.record.entities if it.record else ())
@@ -1591,7 +1595,7 @@ class ChatRecall(_AsyncMixin):
                 return False
             if any(overlapping_keys(w, i.record.entities) for w in wanted):  # "acme" in "Acme Logistics" too (nu47)
                 return True
-            return own and i.score >= floor and self._about_message(i, gate, run.query)
+            return own and i.score - i.sentence_lift >= floor and self._about_message(i, gate, run.query)
 
         kept = [i for i in run.memory_items if keep(i)]
         if len(kept) == len(run.memory_items):

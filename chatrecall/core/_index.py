@@ -920,14 +920,23 @@ class UserIndex:
         return out
 
     # ------------------------------------------------------------------ scoring
-    def dense(self, qvec: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
-        """Cosine similarity of ``qvec`` to every (or the given) position's vector."""
+    @property
+    def has_sentences(self) -> bool:
+        """Whether any turn here has sentence vectors (:func:`sentence_parts`)."""
+        return self._n_parts > 0
+
+    def dense(self, qvec: np.ndarray, positions: np.ndarray | None = None, *, sentences: bool = True) -> np.ndarray:
+        """Cosine similarity of ``qvec`` to every (or the given) position's vector.
+
+        A turn with sentence vectors scores the best of its own vector and its
+        sentences' (``sentences=False``: its own vector only).
+        """
         q = np.asarray(qvec, dtype=np.float32)
         emb = self.embeddings if positions is None else self.embeddings[positions]
         # einsum runs in the calling thread: a BLAS matvec wakes a thread pool, which on a
         # busy 2-core machine costs more (milliseconds) than the product itself
         sims = np.einsum("ij,j->i", emb, q)
-        if self._n_parts:
+        if self._n_parts and sentences:
             self._best_sentence(q, positions, sims)
         return sims
 

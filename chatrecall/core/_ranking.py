@@ -126,6 +126,9 @@ class Ranking:
             ``why`` says so).
         outranked: Per ranked turn, whether a later change about the same thing
             was moved above it (``why`` says so: the two can show the same score).
+        sentence_lift: Per ranked turn, what its best sentence added to its
+            weighted relevance over the turn's own vector (0 without sentence
+            vectors; ``ScoredItem.sentence_lift``).
     """
 
     strategy: Strategy
@@ -142,6 +145,7 @@ class Ranking:
     since_answer: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
     lifted: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
     outranked: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
+    sentence_lift: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.float32))
 
 
 def _weights(strategy: Strategy | None, qtype: QueryType, config: RetrievalConfig,
@@ -458,12 +462,24 @@ def rank_memories(
         if hi - lo > 1e-6:
             span = (lo, hi)
 
+    def stretch(cosines: np.ndarray) -> np.ndarray:
+        """The relevance component of ``cosines`` (scale-free when ``normalise_relevance``)."""
+        if span is None:
+            return cosines
+        lo, hi = span
+        return (np.clip((cosines - lo) / (hi - lo), 0.0, 1.0) * hi).astype(np.float32)
+
+    def own_cosines(pos: np.ndarray, cosines: np.ndarray) -> np.ndarray:
+        """The cosines of the turns at ``pos`` by their own vectors (``cosines`` without sentence vectors)."""
+        return np.clip(idx.dense(qvec, pos, sentences=False), 0.0, 1.0) if idx.has_sentences else cosines
+
+    def sentence_lift(relevance: np.ndarray, own: np.ndarray) -> np.ndarray:
+        """What the best sentence of each turn adds to its weighted relevance over the turn's own vector."""
+        return (w["relevance"] * np.maximum(relevance - stretch(own), 0.0)).astype(np.float32)
+
     def components(pos: np.ndarray, cosines: np.ndarray) -> dict[str, np.ndarray]:
         """The base components of the turns at ``pos`` (and a graph component of 0)."""
-        relevance = cosines
-        if span is not None:
-            lo, hi = span
-            relevance = (np.clip((cosines - lo) / (hi - lo), 0.0, 1.0) * hi).astype(np.float32)
+        relevance = stretch(cosines)
         if has_cue:
             tfit = np.zeros(pos.size, dtype=np.float32)
             if cue.window is not None:
@@ -487,6 +503,10 @@ def rank_memories(
         }
 
     comp = components(cand, cos)
+    # Thresholds chosen on whole turns read whole turns: the usefulness check (through the lift) and the repeated
+    # question below (a turn that asks the query again in one sentence and answers it in the next is not muted).
+    own_cos = own_cosines(cand, cos)
+    lift = sentence_lift(comp["relevance"], own_cos)
     base = sum(w[c] * comp[c] for c in BASE)
     assert isinstance(base, np.ndarray)
     own = base
@@ -533,7 +553,7 @@ def rank_memories(
             own[q] -= gift
             # The query asked again: the chatbot's old answer was right when given; what the user said about it
             # since comes first ("so it's 30 kids now" before "28 pupils are coming").
-            ans = _since_the_answer(idx, cand, cos, base, q, ans, to_bot, bot)
+            ans = _since_the_answer(idx, cand, own_cos, base, q, ans, to_bot, bot)
             since[ans[to_bot & ~bot[ans.clip(min=0)]]] = True  # to_bot: answered (ok) by the chatbot at first
             np.add.at(own, ans[ok], gift[ok])
             np.add.at(support, ans[ok], gift[ok])
@@ -570,7 +590,7 @@ def rank_memories(
     final = own + graph_w * comp["graph"]
     # Not returned (they lent their support above): a reply that says it does not know, a reply the user disputed,
     # and the user's question asked again (near-identical to the query: the user knows what they asked).
-    mute = noans | disputed | (idx.asks(cand) & (cos >= _tuned.REPEATED_QUESTION_COS))
+    mute = noans | disputed | (idx.asks(cand) & (own_cos >= _tuned.REPEATED_QUESTION_COS))
     if mute.any():
         final = np.where(mute, 0.0, final)
     if strat is Strategy.RELEVANCE:
@@ -590,6 +610,8 @@ def rank_memories(
                 cand = np.concatenate([cand, told[slot]])
                 final = np.concatenate([final, above])
                 comp = {c: np.concatenate([comp[c], tcomp[c][slot]]) for c in COMPONENTS}
+                tcos = np.clip(idx.dense(qvec, told[slot]), 0.0, 1.0)
+                lift = np.concatenate([lift, sentence_lift(tcomp["relevance"][slot], own_cosines(told[slot], tcos))])
                 hops = np.concatenate([hops, np.zeros(n_add, dtype=hops.dtype)])
                 support = np.concatenate([support, np.zeros(n_add, dtype=support.dtype)])
                 since = np.concatenate([since, np.zeros(n_add, dtype=bool)])
@@ -603,4 +625,5 @@ def rank_memories(
         order = order[final[order] > 0]
     used = {c: comp[c][order] for c in COMPONENTS if w[c] > 0}
     return Ranking(strat, qtype, cand[order], final[order].astype(np.float32), used, hops[order], dense_rank,
-                   keys, related, cue, support[order], since[order], lifted[order], outranked[order])
+                   keys, related, cue, support[order], since[order], lifted[order], outranked[order],
+                   np.minimum(lift[order], final[order]).astype(np.float32))

@@ -232,6 +232,11 @@ class ScoredItem:
         tier: ``pin``, ``critical``, ``relevant`` or ``background``.
         why: Human readable explanation of why the item was found.
         record: The stored record (None for pins).
+        sentence_lift: How much of ``score`` a memory owes to one of its
+            sentences matching better than the whole turn (sentence vectors;
+            0 otherwise). The usefulness check reads ``score - sentence_lift``:
+            its threshold was chosen on whole turns, and a short sentence
+            matches on a coincidental word more easily.
     """
 
     id: str
@@ -243,6 +248,7 @@ class ScoredItem:
     tier: str = "relevant"
     why: str = ""
     record: Record | None = None
+    sentence_lift: float = 0.0
 
     @property
     def title(self) -> str | None:
