@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--documents", action="store_true",
                     help="store every corpus-context document first (shared), so questions meet documents")
     ap.add_argument("--sentence-vectors", action=argparse.BooleanOptionalAction, default=None,
-                    help="chatrecall with sentence vectors or without (default: RetrievalConfig's default, off)")
+                    help="chatrecall with sentence vectors or without (default: RetrievalConfig's default, on)")
     args = ap.parse_args(argv)
     if args.sentence_vectors is None:
         args.sentence_vectors = RetrievalConfig().sentence_vectors

@@ -1,6 +1,6 @@
-"""Opt-in ``RetrievalConfig(sentence_vectors=True)``: a fact inside a long turn about something else is found by its
-own sentence (criteria C47 / C47b / C49, stop 38; off by default: as the default it failed its criterion, see
-docs/benchmarks.md "Sentence vectors").
+"""``RetrievalConfig(sentence_vectors=True)``: a fact inside a long turn about something else is found by its
+own sentence (criteria C47 / C47b / C49, stop 38; the default since stop 49, see docs/benchmarks.md "S1f" and
+``test_sentence_lift.py``).
 
 A stored user turn of two or more sentences also gets a vector per sentence; its dense relevance is the best of its
 own and its sentences'. A chatbot's reply gets none (C47b: with them, replies' sentences crowded the user's facts out
