@@ -281,6 +281,12 @@ def _open_only(method: _F) -> _F:
     return guarded  # type: ignore[return-value]
 
 
+def _turn_score(item: ScoredItem) -> float:
+    """``item``'s score without what one of its sentences added: what ``useful_score`` is compared with, since it was
+    chosen on whole turns' scores (a short sentence matches on a coincidental word more easily)."""
+    return item.score - item.sentence_lift
+
+
 class ChatRecall(_AsyncMixin):
     """Memory layer between a chatbot's user message and its LLM.
 
@@ -1397,7 +1403,7 @@ class ChatRecall(_AsyncMixin):
         if not items:
             return None
         best = items[0]
-        own = best.score - best.sentence_lift  # the threshold was chosen on whole turns' scores
+        own = _turn_score(best)
         if own >= self.retrieval_config.useful_score and self._about_message(best, gate, query):
             return f"score {own:.2f} >= {self.retrieval_config.useful_score}"
         anchors = {e.key for e in entities if e.kind in _ANCHOR_KINDS}
@@ -1595,7 +1601,7 @@ class ChatRecall(_AsyncMixin):
                 return False
             if any(overlapping_keys(w, i.record.entities) for w in wanted):  # "acme" in "Acme Logistics" too (nu47)
                 return True
-            return own and i.score - i.sentence_lift >= floor and self._about_message(i, gate, run.query)
+            return own and _turn_score(i) >= floor and self._about_message(i, gate, run.query)
 
         kept = [i for i in run.memory_items if keep(i)]
         if len(kept) == len(run.memory_items):

@@ -602,7 +602,8 @@ def rank_memories(
         # it replaces in a turn that does
         final, lifted, outranked = _lift_changes(idx, cand, final, bot, comp["keyword"] > 0, k + 5)
         if told.size:
-            tcomp = components(told, np.clip(idx.dense(qvec, told), 0.0, 1.0))
+            tcos = np.clip(idx.dense(qvec, told), 0.0, 1.0)
+            tcomp = components(told, tcos)
             slot, above, outranked = _seen_changes_above(idx, told, tcomp["keyword"] > 0, cand, final,
                                                          comp["keyword"] > 0, outranked, k + 5)
             if slot.size:  # returned with the candidates: a change is a user's turn, lifted, no support or hop
@@ -610,8 +611,8 @@ def rank_memories(
                 cand = np.concatenate([cand, told[slot]])
                 final = np.concatenate([final, above])
                 comp = {c: np.concatenate([comp[c], tcomp[c][slot]]) for c in COMPONENTS}
-                tcos = np.clip(idx.dense(qvec, told[slot]), 0.0, 1.0)
-                lift = np.concatenate([lift, sentence_lift(tcomp["relevance"][slot], own_cosines(told[slot], tcos))])
+                lift = np.concatenate([lift, sentence_lift(tcomp["relevance"][slot],
+                                                           own_cosines(told[slot], tcos[slot]))])
                 hops = np.concatenate([hops, np.zeros(n_add, dtype=hops.dtype)])
                 support = np.concatenate([support, np.zeros(n_add, dtype=support.dtype)])
                 since = np.concatenate([since, np.zeros(n_add, dtype=bool)])
