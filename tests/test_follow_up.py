@@ -83,3 +83,11 @@ def test_a_follow_up_naming_its_own_subject_is_searched_alone(weddings: ChatReca
 def test_a_new_topic_is_searched_alone(weddings: ChatRecall) -> None:
     res = weddings.retrieve("ok and when's my dentist?", user_id="p", session_id="s3")
     assert not any(FOLLOWED in n for n in res.notes), res.notes
+
+
+def test_a_follow_up_sent_nowhere_claims_no_memory_search(weddings: ChatRecall) -> None:
+    # nu55 (stop 50): "ok, I'll ask Marta to cover it then." points back ("it") after a question naming the
+    # wedding; the gate searched nothing, yet the explanation said memory was searched with the question's names
+    res = weddings.retrieve("ok, I'll ask Marta to cover it then.", user_id="p", session_id="s3")
+    assert res.route.value == "none" and not res.memories, res.explain()
+    assert not any(FOLLOWED in n for n in res.notes), res.notes

@@ -207,6 +207,7 @@ class _Run:
     #: The names a follow-up's memory search adds ("Okafor" for "and what's the venue for that one?"), or "";
     #: the memory search's query, vector and entities with them (:meth:`ChatRecall._follow_up_names`).
     follow_names: str = ""
+    follow_note: str = ""  # what the explanation says of them, once memory is searched with them
     follow_search: tuple[str, Any, list[Entity]] | None = None
     #: What a correction rules out and what it asks for (index terms): its "not X" part (``ruled_out``), or the
     #: names of the question it corrects when it asks for "the other ..." (``other_than``).
@@ -1762,9 +1763,8 @@ class ChatRecall(_AsyncMixin):
         if self._known_anchors(run, self.extractor.extract(run.message)):
             return ""
         names = [n for n in names_in(before) if n.casefold() not in run.message.casefold()]
-        if names:
-            run.notes.append(f"follow-up: memory searched with {', '.join(names)} from the question it follows "
-                             f"({before!r:.80})")
+        run.follow_note = (f"follow-up: memory searched with {', '.join(names)} from the question it follows "
+                           f"({before!r:.80})") if names else ""
         return " ".join(names)
 
     def _state_step(self, run: _Run, include_recent: bool) -> None:
@@ -2067,6 +2067,9 @@ class ChatRecall(_AsyncMixin):
         query, qvec, entities = run.query, run.qvec, run.entities
         if run.follow_names:  # a follow-up that points back: with the names of the question it follows
             if run.follow_search is None:
+                # noted here, where memory is searched with them: a follow-up the gate sends nowhere ("ok, I'll ask
+                # Marta to cover it then.") searches nothing and says nothing of it (nu55)
+                run.notes.append(run.follow_note)
                 text = f"{run.follow_names} {run.query}"
                 run.follow_search = (text, self.embedder.embed_query(text), self.extractor.extract(text))
             query, qvec, entities = run.follow_search
