@@ -124,6 +124,20 @@ def test_usefulness_choice_keeps_the_general_cap_and_prefers_the_previous_values
     assert mod.choose(grid, general, ["set_a"]) == (0.3, 0.35)
 
 
+def test_usefulness_choice_keeps_the_shipped_values_on_a_flat_objective(monkeypatch: pytest.MonkeyPatch) -> None:
+    # stop 50: complete was flat in strong_corpus_score 0.40-0.55, and the old tie order (previous, then higher) moved
+    # the shipped 0.40 to 0.55
+    from chatrecall._bench._context import GeneralOutcome
+
+    mod = _tune_usefulness(monkeypatch)
+    row = Outcome("a", "implied", 1, True, "both", True)
+    flat = {m: {"set_a": [row]} for m in mod.MODES}
+    grid = {mod.CURRENT: flat, (mod.CURRENT[0], 0.55): flat, mod.PREVIOUS: flat}
+    general = {c: GeneralOutcome(100, 5, 0, 0, 0) for c in grid}
+    assert mod.CURRENT != mod.PREVIOUS and mod.CURRENT[1] < 0.55
+    assert mod.choose(grid, general, ["set_a"]) == mod.CURRENT
+
+
 def test_usefulness_tuner_rewrites_only_its_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mod = _tune_usefulness(monkeypatch)
     src = mod.TUNED.read_text(encoding="utf-8")
