@@ -3,8 +3,8 @@
 
 nu54 (stop 49): right after "how much is the rye flour?" (answered from the supplier's price list), "when does the
 supplier deliver?" went to memory; no memory answered, and the documents were searched with the message alone: the
-tax-deadline sheet came above the price list. Since stop 50 a memory turn whose memories fall short queries the
-documents with the session's recent user turns, as a turn that searches both does.
+tax-deadline sheet came above the price list. F1 (stop 50, measured, not shipped) queried the documents of such a turn
+with the session's recent user turns, as a turn that searches both does: results/documents_followup_f1.md.
 
 Data: ``benchmarks/data/documents_followup/set_f.json`` (helper-177, who read no project file; the corpus-context
 format of ``chatrecall/_bench/_context.py``): 25 ``implied`` follow-ups whose answer is in a document on the recent

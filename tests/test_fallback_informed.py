@@ -1,12 +1,14 @@
-"""A memory turn whose memories fall short searches the documents informed by the recent user turns (F1, shipped in
-stop 50 after a blind file of such follow-ups met its criterion: docs/benchmarks.md, "F1 again").
+"""F1 (measured in stops 49 and 50, not shipped): a memory turn whose memories fall short could search the documents
+informed by the recent turns. Both tests are strict xfails: known misses until a change like F1 ships (docs/benchmarks.md,
+"F1 again").
 
 helper-172's blind new-user chat (nu54, a micro-bakery owner): right after asking whether a flour order gets free
 delivery (answered by the flour price list), "when does the supplier deliver?" went to memory (its "when"), the
 memories were not useful, and the documents were searched with the message alone: the tax-deadline sheet (0.209)
 came before the price list (0.203), which says when orders are delivered. A turn routed "both" already had its
-document query informed by the recent user turns; a memory turn that fell short to the documents had not. Its
-memories still inform nothing (they were not useful). Both tests were strict xfails in stop 49.
+document query informed by the recent user turns; a memory turn that fell short to the documents had not. F1 passed
+both tests and met its criterion on a blind file written for it (stop 50), but failed test_bakery_chat: "What time do
+we open on Sunday?" right after cake-order turns then found the cake order, not the opening hours.
 """
 
 from __future__ import annotations
@@ -47,12 +49,18 @@ SESSIONS = [
 ]
 
 chat = replay_fixture("fallback_informed", USER, T0, DOCS, SESSIONS)
+F1 = pytest.mark.xfail(strict=True, reason="known miss: F1, which fixed it, was not shipped (stop 50: a topic switch "
+                       "after document turns then got the recent topic's document, test_bakery_chat)")
+
+
 @pytest.mark.model
+@F1
 def test_a_follow_up_whose_memories_fall_short_gets_the_document_the_chat_was_about(chat: dict[str, Any]) -> None:
     res = chat["when does the supplier deliver?"]
     assert passages_hold(res, "delivered on Friday"), res.explain()
 
 
+@F1
 def test_the_recent_turns_inform_the_document_query_of_a_memory_turn_that_fell_short() -> None:
     clock = ManualClock(T0)
     cr = ChatRecall(store=InMemoryStore(), embedder=HashEmbedder(), clock=clock)

@@ -1554,11 +1554,9 @@ class ChatRecall(_AsyncMixin):
                 self._probe_phase(run, gate)
             if plan.route.wants_corpus or run.memory_short or run.corpus_probe:
                 # the probe of a memory turn asks whether a document bears on the message: the recent turns say
-                # what a follow-up is about, and on a statement they matched the conversation's document instead.
-                # A memory turn whose memories fell short is informed by the recent turns too (F1, nu54: "when does
-                # the supplier deliver?" after the flour order); its memories inform nothing (not useful).
+                # what a follow-up is about, and on a statement they matched the conversation's document instead
                 self._corpus_phase(run, gate, informed=plan.route is Route.BOTH or bool(run.memory_items)
-                                   or plan.follows_up or run.memory_short, recent=not run.probe_only)
+                                   or plan.follows_up, recent=not run.probe_only)
             if plan.fallback and not plan.probe and not run.store_down \
                     and not self._strong_corpus(run.corpus_items):
                 self._fallback_phase(run, gate)
