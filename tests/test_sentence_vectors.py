@@ -78,6 +78,20 @@ def test_dense_takes_the_best_sentence_and_survives_removal() -> None:
     assert idx.parts_of(idx.pos["r2"]).shape == (0, 3)
 
 
+def test_dense_with_own_gives_the_best_and_the_own_cosines_from_one_scan() -> None:
+    idx = UserIndex(3)
+    idx.add([_rec(0, "a"), _rec(1, "b")], np.stack([_unit(1, 0, 0), _unit(0, 1, 0)]),
+            [None, np.stack([_unit(0, 0, 1), _unit(1, 0, 0)])])
+    q, pos = _unit(0, 0, 1), np.array([1, 0])
+    best, own = idx.dense_with_own(q, pos)
+    np.testing.assert_allclose(best, idx.dense(q, pos), atol=1e-6)  # r1 by its sentence
+    np.testing.assert_allclose(own, [0.0, 0.0], atol=1e-6)  # r1 by its own vector
+    plain = UserIndex(3)
+    plain.add([_rec(0, "a")], np.stack([_unit(1, 0, 0)]))
+    best, own = plain.dense_with_own(_unit(1, 0, 0))
+    assert best is own  # no sentence vectors: one array
+
+
 def test_records_from_the_store_bring_their_sentences_and_lose_the_key() -> None:
     idx = UserIndex(3)
     meta = {"topic": "x", PARTS_KEY: encode_parts(np.stack([_unit(0, 0, 1)]))}

@@ -920,25 +920,34 @@ class UserIndex:
         return out
 
     # ------------------------------------------------------------------ scoring
-    @property
-    def has_sentences(self) -> bool:
-        """Whether any turn here has sentence vectors (:func:`sentence_parts`)."""
-        return self._n_parts > 0
-
-    def dense(self, qvec: np.ndarray, positions: np.ndarray | None = None, *, sentences: bool = True) -> np.ndarray:
+    def dense(self, qvec: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
         """Cosine similarity of ``qvec`` to every (or the given) position's vector.
 
         A turn with sentence vectors scores the best of its own vector and its
-        sentences' (``sentences=False``: its own vector only).
+        sentences'.
         """
         q = np.asarray(qvec, dtype=np.float32)
+        sims = self._own_dense(q, positions)
+        if self._n_parts:
+            self._best_sentence(q, positions, sims)
+        return sims
+
+    def dense_with_own(self, qvec: np.ndarray, positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`dense`'s similarities, the turns' own-vector ones) from one scan: the same array when no turn
+        here has sentence vectors."""
+        q = np.asarray(qvec, dtype=np.float32)
+        own = self._own_dense(q, positions)
+        if not self._n_parts:
+            return own, own
+        best = own.copy()
+        self._best_sentence(q, positions, best)
+        return best, own
+
+    def _own_dense(self, q: np.ndarray, positions: np.ndarray | None) -> np.ndarray:
         emb = self.embeddings if positions is None else self.embeddings[positions]
         # einsum runs in the calling thread: a BLAS matvec wakes a thread pool, which on a
         # busy 2-core machine costs more (milliseconds) than the product itself
-        sims = np.einsum("ij,j->i", emb, q)
-        if self._n_parts and sentences:
-            self._best_sentence(q, positions, sims)
-        return sims
+        return np.einsum("ij,j->i", emb, q)
 
     def _best_sentence(self, q: np.ndarray, positions: np.ndarray | None, sims: np.ndarray) -> None:
         """Raise each similarity in ``sims`` to its turn's best sentence's (in place)."""

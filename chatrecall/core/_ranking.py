@@ -452,7 +452,7 @@ def rank_memories(
     if cand.size == 0:
         return dataclasses.replace(empty, related=related)
 
-    cos = np.clip(idx.dense(qvec, cand), 0.0, 1.0)
+    cos, own_cos = (np.clip(c, 0.0, 1.0) for c in idx.dense_with_own(qvec, cand))
     span = None
     if params.normalise_relevance and cos.size:
         # Scale-free relevance: the dense cut-off maps to 0, the best keeps its cosine (absolute
@@ -468,10 +468,6 @@ def rank_memories(
             return cosines
         lo, hi = span
         return (np.clip((cosines - lo) / (hi - lo), 0.0, 1.0) * hi).astype(np.float32)
-
-    def own_cosines(pos: np.ndarray, cosines: np.ndarray) -> np.ndarray:
-        """The cosines of the turns at ``pos`` by their own vectors (``cosines`` without sentence vectors)."""
-        return np.clip(idx.dense(qvec, pos, sentences=False), 0.0, 1.0) if idx.has_sentences else cosines
 
     def sentence_lift(relevance: np.ndarray, own: np.ndarray) -> np.ndarray:
         """What the best sentence of each turn adds to its weighted relevance over the turn's own vector."""
@@ -505,7 +501,6 @@ def rank_memories(
     comp = components(cand, cos)
     # Thresholds chosen on whole turns read whole turns: the usefulness check (through the lift) and the repeated
     # question below (a turn that asks the query again in one sentence and answers it in the next is not muted).
-    own_cos = own_cosines(cand, cos)
     lift = sentence_lift(comp["relevance"], own_cos)
     base = sum(w[c] * comp[c] for c in BASE)
     assert isinstance(base, np.ndarray)
@@ -602,7 +597,7 @@ def rank_memories(
         # it replaces in a turn that does
         final, lifted, outranked = _lift_changes(idx, cand, final, bot, comp["keyword"] > 0, k + 5)
         if told.size:
-            tcos = np.clip(idx.dense(qvec, told), 0.0, 1.0)
+            tcos, town = (np.clip(c, 0.0, 1.0) for c in idx.dense_with_own(qvec, told))
             tcomp = components(told, tcos)
             slot, above, outranked = _seen_changes_above(idx, told, tcomp["keyword"] > 0, cand, final,
                                                          comp["keyword"] > 0, outranked, k + 5)
@@ -611,8 +606,7 @@ def rank_memories(
                 cand = np.concatenate([cand, told[slot]])
                 final = np.concatenate([final, above])
                 comp = {c: np.concatenate([comp[c], tcomp[c][slot]]) for c in COMPONENTS}
-                lift = np.concatenate([lift, sentence_lift(tcomp["relevance"][slot],
-                                                           own_cosines(told[slot], tcos[slot]))])
+                lift = np.concatenate([lift, sentence_lift(tcomp["relevance"][slot], town[slot])])
                 hops = np.concatenate([hops, np.zeros(n_add, dtype=hops.dtype)])
                 support = np.concatenate([support, np.zeros(n_add, dtype=support.dtype)])
                 since = np.concatenate([since, np.zeros(n_add, dtype=bool)])
